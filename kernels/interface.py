@@ -1,0 +1,139 @@
+"""What the model forward hands to an attention backend, and the paged KV pool it works on.
+
+Batch layout ("varlen"): the new tokens of all sequences in one step are flattened into T rows.
+Sequence i owns rows query_start_loc[i]:query_start_loc[i+1]; its KV length after this step is
+seq_lens[i] (cached prefix + new tokens), so its first new token sits at position
+seq_lens[i] - query_len_i and attends causally to everything before it.
+
+KV pool: one tensor [layers, 2, num_blocks, block_size, kv_heads, head_dim] (2 = K, V).
+A token's slot is block_id * block_size + offset; slot -1 means "do not store".
+With int8 KV the pool is int8 and a scale pool [layers, 2, num_blocks, block_size, kv_heads]
+(float32, one scale per token and head) sits beside it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class AttentionMetadata:
+    query_start_loc: torch.Tensor  # [B+1] int32, cumulative query lengths
+    seq_lens: torch.Tensor  # [B] int32, KV length of each sequence after this step
+    block_tables: torch.Tensor  # [B, max_blocks] int32, unused entries padded with 0
+    slot_mapping: torch.Tensor  # [T] int64, pool slot of each new token (-1 = skip)
+    max_query_len: int
+    max_seq_len: int
+    query_lens_cpu: list[int]  # host copies so python-side backends avoid device syncs
+    seq_lens_cpu: list[int]
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.seq_lens_cpu)
+
+    @property
+    def is_decode_only(self) -> bool:
+        return self.max_query_len == 1
+
+    @staticmethod
+    def build(
+        query_lens: list[int],
+        seq_lens: list[int],
+        block_tables: list[list[int]],
+        slot_mapping: list[int],
+        device: torch.device | str = "cpu",
+    ) -> "AttentionMetadata":
+        """Build from host lists (the scheduler's view of one step)."""
+        width = max((len(t) for t in block_tables), default=0) or 1
+        table = torch.zeros((len(block_tables), width), dtype=torch.int32)
+        for i, t in enumerate(block_tables):
+            if t:
+                table[i, : len(t)] = torch.tensor(t, dtype=torch.int32)
+        qsl = [0]
+        for n in query_lens:
+            qsl.append(qsl[-1] + n)
+        return AttentionMetadata(
+            query_start_loc=torch.tensor(qsl, dtype=torch.int32, device=device),
+            seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=device),
+            block_tables=table.to(device),
+            slot_mapping=torch.tensor(slot_mapping, dtype=torch.int64, device=device),
+            max_query_len=max(query_lens, default=0),
+            max_seq_len=max(seq_lens, default=0),
+            query_lens_cpu=list(query_lens),
+            seq_lens_cpu=list(seq_lens),
+        )
+
+
+@dataclass
+class LayerKV:
+    """One layer's slice of the pool: views, never copies."""
+
+    k: torch.Tensor  # [num_blocks, block_size, kv_heads, head_dim]
+    v: torch.Tensor
+    k_scale: torch.Tensor | None = None  # [num_blocks, block_size, kv_heads] for int8
+    v_scale: torch.Tensor | None = None
+
+    @property
+    def block_size(self) -> int:
+        return self.k.shape[1]
+
+    @property
+    def quantized(self) -> bool:
+        return self.k.dtype == torch.int8
+
+
+class KVCache:
+    """The preallocated pool for all layers."""
+
+    def __init__(
+        self,
+        num_layers: int,
+        num_blocks: int,
+        block_size: int,
+        num_kv_heads: int,
+        head_dim: int,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ):
+        self.num_blocks = num_blocks
+        self.block_size = block_size
+        self.dtype = dtype
+        shape = (num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim)
+        self.data = torch.zeros(shape, dtype=dtype, device=device)
+        self.scale = None
+        if dtype == torch.int8:
+            self.scale = torch.ones(shape[:-1], dtype=torch.float32, device=device)
+
+    @staticmethod
+    def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
+        elem = torch.empty((), dtype=dtype).element_size()
+        per_token = 2 * num_kv_heads * head_dim * elem
+        if dtype == torch.int8:
+            per_token += 2 * num_kv_heads * 4  # float32 scales
+        return num_layers * block_size * per_token
+
+    def layer(self, i: int) -> LayerKV:
+        if self.scale is None:
+            return LayerKV(self.data[i, 0], self.data[i, 1])
+        return LayerKV(self.data[i, 0], self.data[i, 1], self.scale[i, 0], self.scale[i, 1])
+
+    def nbytes(self) -> int:
+        n = self.data.numel() * self.data.element_size()
+        if self.scale is not None:
+            n += self.scale.numel() * self.scale.element_size()
+        return n
+
+
+class AttentionBackend:
+    """Two operations per layer: put this step's K/V into the pool, then attend over the pool."""
+
+    name = "base"
+
+    def store_kv(self, k: torch.Tensor, v: torch.Tensor, kv: LayerKV, slot_mapping: torch.Tensor) -> None:
+        """k, v: [T, kv_heads, head_dim]; writes row t to slot slot_mapping[t] (skips -1)."""
+        raise NotImplementedError
+
+    def attention(self, q: torch.Tensor, kv: LayerKV, meta: AttentionMetadata, scale: float) -> torch.Tensor:
+        """q: [T, q_heads, head_dim] -> [T, q_heads, head_dim], causal over each sequence's pool KV."""
+        raise NotImplementedError

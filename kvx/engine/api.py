@@ -1,0 +1,71 @@
+"""Typed requests and results of the offline engine (the contract the CLI builds on).
+
+    engine = Engine(loaded_model_or_spec, EngineConfig(...))
+    for result in engine.generate(requests):   # yields as sequences finish, not at the end
+        ...
+    engine.metrics.snapshot()                  # readable at any time
+
+`generate` consumes its iterable lazily, holding at most `EngineConfig.max_queued` waiting
+requests, so a 10 GB input streams through.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class SamplingParams:
+    max_tokens: int = 256
+    temperature: float = 0.0  # 0 = greedy, the default for extraction
+    top_p: float = 1.0
+    top_k: int = 0  # 0 = off
+    seed: int | None = None  # per-request seed; same seed, same output
+    stop_token_ids: list[int] | None = None  # None = the model's EOS ids
+    ignore_eos: bool = False
+
+
+@dataclass
+class Request:
+    id: str
+    prompt_ids: list[int]
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    priority: int = 0  # higher runs first and is preempted last
+    # Called once when the sequence starts decoding; returns a kvx.grammar Matcher (or None).
+    # A factory (not a matcher) so a preempted, recomputed sequence can start a fresh one.
+    constraint: Callable[[], Any] | None = None
+    user_data: Any = None  # carried through to the Result untouched
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # prompt tokens served from the radix cache
+    generated_tokens: int = 0
+    forced_tokens: int = 0  # generated tokens appended by jump-forward without sampling
+
+
+@dataclass
+class Result:
+    id: str
+    token_ids: list[int]
+    text: str
+    finish_reason: str  # "stop" | "length" | "error"
+    usage: Usage
+    error: str | None = None  # one-line message when finish_reason == "error"
+    user_data: Any = None
+
+
+@dataclass
+class EngineConfig:
+    block_size: int = 16
+    kv_memory: int | None = None  # bytes for the KV pool; None = kv_memory_fraction of free memory
+    kv_memory_fraction: float = 0.3
+    kv_dtype: str = "auto"  # "auto" (model dtype) | "float32" | "bfloat16" | "float16" | "int8"
+    batch_tokens: int = 8192  # token budget of one step (decode tokens + prefill chunks)
+    max_seqs: int = 128  # running sequences at most
+    max_queued: int = 65536  # waiting requests pulled from the input iterable at most
+    attention: str = "auto"  # "auto" | "torch" | "triton"
+    dtype: str = "auto"  # weights: "auto" | "float32" | "bfloat16"
+    enable_prefix_cache: bool = True
+    max_model_len: int | None = None  # None = the model's context length
