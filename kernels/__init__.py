@@ -17,8 +17,12 @@ def get_backend(name: str = "auto") -> AttentionBackend:
         from kernels.torch_backend import TorchBackend
 
         return TorchBackend()
+    if name == "cpu":
+        from kernels.cpu_backend import CpuBackend
+
+        return CpuBackend()
     if name == "triton":
         from kernels.triton_backend import TritonBackend
 
         return TritonBackend()
-    raise ValueError(f"unknown attention backend {name!r} (expected auto, torch or triton)")
+    raise ValueError(f"unknown attention backend {name!r} (expected auto, torch, cpu or triton)")

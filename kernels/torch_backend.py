@@ -39,9 +39,9 @@ def gather_seq_kv(kv: LayerKV, block_table: torch.Tensor, seq_len: int, dtype: t
     blocks = block_table[: (seq_len + bs - 1) // bs].long()
     k = kv.k[blocks].flatten(0, 1)[:seq_len]
     v = kv.v[blocks].flatten(0, 1)[:seq_len]
-    if kv.quantized:
-        k = k.to(dtype) * kv.k_scale[blocks].flatten(0, 1)[:seq_len, :, None].to(dtype)
-        v = v.to(dtype) * kv.v_scale[blocks].flatten(0, 1)[:seq_len, :, None].to(dtype)
+    if kv.quantized:  # dequantise in float32, then round once to the compute dtype
+        k = k.float() * kv.k_scale[blocks].flatten(0, 1)[:seq_len, :, None]
+        v = v.float() * kv.v_scale[blocks].flatten(0, 1)[:seq_len, :, None]
     return k.to(dtype), v.to(dtype)
 
 

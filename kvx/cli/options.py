@@ -1,0 +1,36 @@
+"""Parsing option values the user types (sizes like 2GiB, choices) into typed settings."""
+from __future__ import annotations
+
+import re
+
+from kvx.errors import ConfigError
+
+UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+         "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "t": 10**12, "tb": 10**12}
+SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str | None, option: str) -> int | None:
+    """'2GiB' -> 2147483648; '512MB' -> 512000000; a bare number is bytes."""
+    if text is None:
+        return None
+    m = SIZE.match(text)
+    unit = m.group(2).lower() if m else None
+    if not m or unit not in UNITS:
+        raise ConfigError(f"{option} {text!r}: not a size (examples: 2GiB, 512MiB, 1000000000)")
+    value = int(float(m.group(1)) * UNITS[unit])
+    if value <= 0:
+        raise ConfigError(f"{option} {text!r}: must be more than 0 bytes")
+    return value
+
+
+def check_choice(value: str, choices: tuple[str, ...], option: str) -> str:
+    if value not in choices:
+        raise ConfigError(f"{option} {value!r}: choose one of {', '.join(choices)}")
+    return value
+
+
+def check_positive(value: int, option: str, minimum: int = 1) -> int:
+    if value < minimum:
+        raise ConfigError(f"{option} {value}: must be at least {minimum}")
+    return value

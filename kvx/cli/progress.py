@@ -1,0 +1,104 @@
+"""Live progress on stderr (only on a TTY), the end-of-run summary table, and the --stats figures."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kvx.cli.job import JobOutcome
+from kvx.cli.sink import RowCounts
+
+
+class ProgressView:
+    """records done/total, records/s, tokens/s, prefix-cache hit rate, batch use, KV pool pressure."""
+
+    def __init__(self, total: int | None, metrics: Callable[[], dict], enabled: bool):
+        self.metrics = metrics
+        self.started = time.perf_counter()
+        self.done = 0
+        self._progress = None
+        if enabled:
+            self._progress = Progress(
+                TextColumn("[bold]extract"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.fields[figures]}"),
+                console=Console(stderr=True), refresh_per_second=4, transient=False,
+            )
+            self._task = self._progress.add_task("extract", total=total, figures="")
+            self._progress.start()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self._progress is None:
+            return
+        m = self.metrics()
+        rate = self.done / max(time.perf_counter() - self.started, 1e-9)
+        figures = (f"{rate:.1f} rec/s  {m.get('output_tokens_per_s', 0):.0f} tok/s  "
+                   f"cache {m.get('cache_hit_rate', 0):.0%}  batch {m.get('batch_utilisation', 0):.0%}  "
+                   f"KV {m.get('kv_pool_pressure', 0):.0%}")
+        self._progress.update(self._task, advance=n, figures=figures)
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def show_progress(quiet: bool) -> bool:
+    return not quiet and sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: dict, model: str,
+              shared_prefix_tokens: int) -> dict:
+    """The figures of one run, as printed in the summary and written by --stats."""
+    return {
+        "model": model,
+        "records_read": outcome.read,
+        "records_skipped_resume": outcome.skipped,
+        "records_done": counts.done,
+        "ok": counts.ok,
+        "invalid": counts.invalid,
+        "error": counts.error,
+        "retries": outcome.retries,
+        "interrupted": outcome.interrupted,
+        "elapsed_s": round(elapsed, 3),
+        "records_per_s": round(counts.done / elapsed, 3) if elapsed > 0 else 0.0,
+        "shared_prefix_tokens": shared_prefix_tokens,
+        "engine": engine,
+    }
+
+
+def write_stats(path: str, stats: dict) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text(json.dumps(stats, indent=2) + "\n", "utf-8")
+    os.replace(tmp, p)
+
+
+def print_summary(stats: dict) -> None:
+    e = stats["engine"]
+    table = Table(title="kvx extract", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("records", f"{stats['records_done']} done ({stats['ok']} ok, {stats['invalid']} invalid, "
+                    f"{stats['error']} error)" + (f", {stats['records_skipped_resume']} resumed" if stats["records_skipped_resume"] else "")),
+        ("retries", str(stats["retries"])),
+        ("time", f"{stats['elapsed_s']:.1f} s"),
+        ("records/s", f"{stats['records_per_s']:.2f}"),
+        ("output tokens/s", f"{e.get('output_tokens_per_s', 0):.1f}"),
+        ("prefix cache hit rate", f"{e.get('cache_hit_rate', 0):.1%}"),
+        ("batch utilisation", f"{e.get('batch_utilisation', 0):.1%}"),
+        ("peak KV pool pressure", f"{e.get('peak_kv_pool_pressure', 0):.1%}"),
+    ]
+    if stats["interrupted"]:
+        rows.append(("interrupted", "yes: rerun with --resume to finish"))
+    for name, value in rows:
+        table.add_row(name, value)
+    Console(stderr=True).print(table)

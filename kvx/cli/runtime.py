@@ -1,0 +1,74 @@
+"""Build what a job runs on: tokenizer, compiled grammar and engine, from the CLI's options.
+
+Tests replace `build_runtime` (monkeypatch) or, for subprocess tests, name a factory in the
+KVX_RUNTIME_FACTORY environment variable ("module:function", called like build_runtime).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kvx.errors import ConfigError
+
+
+@dataclass
+class EngineOptions:
+    model: str = "smollm2-135m"
+    dtype: str = "auto"
+    attention: str = "auto"
+    kv_dtype: str = "auto"
+    kv_memory: int | None = None  # bytes
+    batch_tokens: int = 8192
+    max_seqs: int = 128
+    whitespace: str = "compact"
+    lenient: bool = False
+
+
+@dataclass
+class Runtime:
+    tokenizer: Any  # encode / decode / chat_prompt / eos_token_ids
+    engine: Any  # generate(requests) -> Results; metrics.snapshot() -> dict
+    max_model_len: int
+    model_name: str
+    grammar: Any = None  # kvx.grammar.Grammar, or None for unconstrained generation
+
+    def constraint(self, max_tokens: int) -> Callable[[], Any] | None:
+        grammar = self.grammar
+        if grammar is None:
+            return None
+        return lambda: grammar.matcher(max_tokens=max_tokens)
+
+
+def build_runtime(schema: dict, opts: EngineOptions) -> Runtime:
+    hook = os.environ.get("KVX_RUNTIME_FACTORY")
+    if hook:
+        module, _, name = hook.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError) as e:
+            raise ConfigError(f"KVX_RUNTIME_FACTORY={hook}: cannot load it ({e})") from None
+        return factory(schema, opts)
+    return real_runtime(schema, opts)
+
+
+def real_runtime(schema: dict, opts: EngineOptions) -> Runtime:
+    from kvx.engine import Engine
+    from kvx.engine.api import EngineConfig
+    from kvx.grammar import compile_schema
+    from kvx.models import load_model
+
+    loaded = load_model(opts.model, dtype=opts.dtype)
+    # Compile before building the engine: a schema the grammar cannot handle exits 2 right away.
+    grammar = compile_schema(schema, loaded.tokenizer, whitespace=opts.whitespace, lenient=opts.lenient)
+    config = EngineConfig(
+        kv_memory=opts.kv_memory,
+        kv_dtype=opts.kv_dtype,
+        batch_tokens=opts.batch_tokens,
+        max_seqs=opts.max_seqs,
+        attention=opts.attention,
+        dtype=opts.dtype,
+    )
+    engine = Engine(loaded, config)
+    return Runtime(loaded.tokenizer, engine, engine.max_model_len, loaded.source.spec, grammar)

@@ -1,0 +1,66 @@
+"""Loading the user's schema and checking every generated record against it with `jsonschema`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from kvx.errors import ConfigError
+
+SNIPPET = 120  # characters of a bad output quoted in its row's error message
+
+
+def load_schema(path: str) -> dict:
+    p = Path(path)
+    try:
+        schema = json.loads(p.read_text("utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such schema file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read the schema ({e})") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+    if not isinstance(schema, dict):
+        raise ConfigError(f"{path}: a JSON Schema must be an object")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as e:
+        raise ConfigError(f"{path}: not a valid JSON Schema ({e.message} at {_pointer(e.absolute_path)})") from None
+    return schema
+
+
+def _pointer(path) -> str:
+    return "/" + "/".join(str(p) for p in path)
+
+
+class RecordChecker:
+    def __init__(self, schema: dict):
+        self.validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+    def problem(self, value: Any) -> str | None:
+        """None if `value` matches the schema, else a one-line reason naming the JSON pointer."""
+        error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+        if error is None:
+            return None
+        return f"schema: {error.message} at {_pointer(error.absolute_path)}"
+
+    def check(self, text: str, finish_reason: str) -> tuple[Any, str | None]:
+        """(record, None) for a valid output, else (None, reason)."""
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as e:
+            if finish_reason == "length":
+                return None, f"output hit --max-tokens before the JSON was complete; output: {_snippet(text)}"
+            return None, f"not valid JSON ({e.msg} at column {e.colno}); output: {_snippet(text)}"
+        problem = self.problem(value)
+        if problem:
+            return None, f"{problem}; output: {_snippet(text)}"
+        return value, None
+
+
+def _snippet(text: str) -> str:
+    cut = text if len(text) <= SNIPPET else text[:SNIPPET] + "..."
+    return json.dumps(cut, ensure_ascii=False)  # quoted and escaped: stays on one line

@@ -1,0 +1,203 @@
+"""The offline engine: requests in, results out as sequences finish (contract in kvx/engine/api.py).
+
+The step loop: pull requests lazily (at most max_queued waiting), schedule a step, run the model,
+publish full blocks to the radix cache, sample (grammar mask first, jump-forward appends after),
+and yield the sequences that finished.
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterable, Iterator
+
+import torch
+
+import kernels
+from kernels.interface import KVCache
+from kvx.engine.api import EngineConfig, Request, Result, Usage
+from kvx.engine.block_manager import BlockManager
+from kvx.engine.model_runner import ModelRunner
+from kvx.engine.radix_cache import RadixCache
+from kvx.engine.sampler import apply_mask, make_generator, sample
+from kvx.engine.scheduler import Scheduler
+from kvx.engine.sequence import Sequence
+from kvx.errors import CapacityError, ConfigError
+from kvx.metrics import EngineMetrics
+
+_KV_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8}
+
+
+def resolve_kv_dtype(name: str, model_dtype: torch.dtype) -> torch.dtype:
+    if name == "auto":
+        return model_dtype
+    if name not in _KV_DTYPES:
+        raise ConfigError(f"--kv-dtype {name!r}: expected auto, {', '.join(_KV_DTYPES)}")
+    return _KV_DTYPES[name]
+
+
+def attach_backend(model: torch.nn.Module, name: str) -> None:
+    """Point the model's attention at kernels.get_backend(name) (EngineConfig.attention).
+
+    "auto" without CUDA means the batched CPU backend (kernels.cpu_backend), not the reference."""
+    if name == "auto" and not torch.cuda.is_available():
+        name = "cpu"
+    try:
+        backend = kernels.get_backend(name)
+    except ValueError as e:
+        raise ConfigError(f"--attention: {e}") from None
+    if hasattr(model, "set_attention_backend"):
+        model.set_attention_backend(backend)
+    elif hasattr(model, "backend"):
+        model.backend = backend
+
+
+class Engine:
+    def __init__(self, model, config: EngineConfig | None = None):
+        self.config = config = config or EngineConfig()
+        if isinstance(model, str):
+            from kvx.models import load_model
+
+            model = load_model(model, dtype=config.dtype)
+        self.loaded = model
+        self.tokenizer = model.tokenizer
+        mc = model.config
+        self.vocab_size = mc.vocab_size
+        self.max_model_len = config.max_model_len or mc.max_position_embeddings
+        self.eos_ids = frozenset(mc.eos_token_ids or getattr(self.tokenizer, "eos_token_ids", []))
+        attach_backend(model.model, config.attention)
+        device = next(model.model.parameters(), torch.empty(0)).device
+        kv_dtype = resolve_kv_dtype(config.kv_dtype, model.dtype)
+        self.blocks, self.bytes_per_block = BlockManager.for_model(config, mc, kv_dtype, device)
+        self.cache = RadixCache(self.blocks) if config.enable_prefix_cache else None
+        self.kv_cache = KVCache(
+            mc.num_layers, self.blocks.num_blocks, config.block_size, mc.num_kv_heads, mc.head_dim, kv_dtype, device
+        )
+        self.metrics = EngineMetrics(batch_tokens=config.batch_tokens, total_blocks=self.blocks.num_blocks)
+        self.scheduler = Scheduler(self.blocks, self.cache, self.metrics, config.batch_tokens, config.max_seqs)
+        self.runner = ModelRunner(model.model, self.kv_cache, device)
+        self._seq_no = 0
+        self._evicted_before = 0
+
+    # --- request intake ----------------------------------------------------------------------
+    def _stop_ids(self, req: Request) -> frozenset[int]:
+        p = req.sampling
+        ids = frozenset(p.stop_token_ids) if p.stop_token_ids is not None else self.eos_ids
+        return ids - self.eos_ids if p.ignore_eos else ids
+
+    def _check(self, req: Request) -> str | None:
+        """One-line reason why req cannot run, or None."""
+        n = len(req.prompt_ids)
+        if n == 0:
+            return f"request {req.id}: empty prompt"
+        if n >= self.max_model_len:
+            return f"request {req.id}: prompt has {n} tokens but the model context is {self.max_model_len}"
+        if min(req.prompt_ids) < 0 or max(req.prompt_ids) >= self.vocab_size:
+            return f"request {req.id}: prompt holds a token id outside the vocabulary (0..{self.vocab_size - 1})"
+        need_tokens = min(n + req.sampling.max_tokens, self.max_model_len)
+        need = -(-need_tokens // self.blocks.block_size)
+        if need > self.blocks.num_blocks:
+            return str(CapacityError(
+                f"request {req.id}: needs {need} KV blocks ({n} prompt + {req.sampling.max_tokens} new tokens) "
+                f"but the pool holds {self.blocks.num_blocks}; raise --kv-memory or lower the max tokens"
+            ))
+        return None
+
+    def _error_result(self, req: Request, message: str) -> Result:
+        self.metrics.requests_failed += 1
+        usage = Usage(prompt_tokens=len(req.prompt_ids))
+        return Result(req.id, [], "", "error", usage, error=message, user_data=req.user_data)
+
+    # --- the loop ----------------------------------------------------------------------------
+    def generate(self, requests: Iterable[Request]) -> Iterator[Result]:
+        self.metrics.reset()
+        self._evicted_before = self.cache.evicted_blocks if self.cache is not None else 0
+        source = iter(requests)
+        exhausted = False
+        while True:
+            while not exhausted and self.scheduler.num_waiting < self.config.max_queued:
+                req = next(source, None)
+                if req is None:
+                    exhausted = True
+                    break
+                problem = self._check(req)
+                if problem:
+                    yield self._error_result(req, problem)
+                    continue
+                self.scheduler.add(Sequence(req, self._seq_no, self._stop_ids(req)))
+                self._seq_no += 1
+            if not self.scheduler.has_work():
+                break
+            yield from self.step()
+
+    @torch.inference_mode()
+    def step(self) -> list[Result]:
+        """Run one scheduled step; returns the results of the sequences it finished."""
+        step = self.scheduler.schedule()
+        if not step.seqs:
+            raise RuntimeError("scheduler produced an empty step with work pending (KV pool accounting bug)")
+        t0 = time.perf_counter()
+        logits, sampled = self.runner.run(step)
+        t1 = time.perf_counter()
+        self.scheduler.after_step(step)
+        self.metrics.on_step(step.total_tokens, self.blocks.num_held, self.blocks.num_cached_idle)
+        seqs = [step.seqs[i] for i in sampled]
+        done = self._sample(seqs, logits)
+        self.metrics.model_seconds += t1 - t0
+        self.metrics.sample_seconds += time.perf_counter() - t1
+        if self.cache is not None:
+            self.metrics.evicted_blocks = self.cache.evicted_blocks - self._evicted_before
+        results = [self._finish(seq) for seq in done]
+        self.metrics.used_blocks = self.blocks.num_held
+        self.metrics.cached_blocks = self.blocks.num_cached_idle
+        return results
+
+    def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[Sequence]:
+        done = []
+        for j, seq in enumerate(seqs):
+            if seq.request.constraint is not None:
+                if seq.matcher is None:
+                    seq.matcher = seq.request.constraint()
+                allowed = seq.matcher.allowed_mask()
+                if not bool(allowed.any()):
+                    seq.finish("error", f"request {seq.request.id}: the grammar allows no next token")
+                apply_mask(logits[j], allowed)
+            if seq.generator is None and seq.request.sampling.temperature > 0:
+                seq.generator = make_generator(seq.request.sampling.seed)
+        tokens = sample(logits, [s.request.sampling for s in seqs], [s.generator for s in seqs])
+        for seq, tok in zip(seqs, tokens):
+            if seq.finish_reason is None:
+                self._accept(seq, tok)
+            if seq.finish_reason is not None:
+                done.append(seq)
+        return done
+
+    def _accept(self, seq: Sequence, tok: int) -> None:
+        """Append a sampled token, then the grammar-forced ones (jump-forward: computed next step as
+        one multi-token extend, never sampled), checking the stop rules after each."""
+        pending, forced = [tok], False
+        while pending:
+            for t in pending:
+                seq.append(t)
+                self.metrics.generated_tokens += 1
+                if forced:
+                    seq.usage.forced_tokens += 1
+                    self.metrics.forced_tokens += 1
+                if seq.matcher is not None:
+                    seq.matcher.advance(t)
+                if t in seq.stop_ids:
+                    return seq.finish("stop")
+                if seq.num_generated >= seq.max_new or seq.num_tokens >= self.max_model_len:
+                    return seq.finish("length")
+            pending = seq.matcher.forced_tokens() if seq.matcher is not None else []
+            forced = True
+        return None
+
+    def _finish(self, seq: Sequence) -> Result:
+        self.scheduler.finish(seq)
+        out = seq.output_ids
+        if seq.finish_reason == "stop" and out and out[-1] in seq.stop_ids:
+            out = out[:-1]  # the stop token ends the output; it is counted in usage, not returned
+        self.metrics.requests_done += 1
+        if seq.finish_reason == "error":
+            self.metrics.requests_failed += 1
+        text = self.tokenizer.decode(out) if out else ""
+        return Result(seq.request.id, out, text, seq.finish_reason, seq.usage, seq.error, seq.request.user_data)

@@ -1,0 +1,64 @@
+"""Turns a scheduled step into the model's inputs and runs the forward.
+
+For each scheduled sequence the step computes token_ids[num_computed : num_computed + n]; their
+rows are laid out back to back (the varlen layout of kernels.interface). Logits are requested only
+for sequences whose chunk reaches the end of their tokens: those get a token sampled.
+"""
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from kernels.interface import AttentionMetadata, KVCache
+from kvx.engine.scheduler import ScheduledStep
+
+
+class ModelRunner:
+    def __init__(self, model: torch.nn.Module, kv_cache: KVCache, device: torch.device):
+        self.model = model
+        self.kv_cache = kv_cache
+        self.bs = kv_cache.block_size
+        self.device = device
+
+    def prepare(self, step: ScheduledStep) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata, torch.Tensor, list[int]]:
+        """(input_ids, positions, meta, logits_indices, which step entries get logits)."""
+        ids: list[int] = []
+        positions: list[int] = []
+        query_lens, seq_lens, tables, sampled = [], [], [], []
+        for i, (seq, n) in enumerate(zip(step.seqs, step.num_tokens)):
+            start = seq.num_computed
+            ids.extend(seq.token_ids[start : start + n])
+            positions.extend(range(start, start + n))
+            query_lens.append(n)
+            seq_lens.append(start + n)
+            tables.append(seq.block_table)
+            if start + n == seq.num_tokens:
+                sampled.append(i)
+        width = max(len(t) for t in tables)
+        table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
+        qsl = torch.tensor([0, *itertools.accumulate(query_lens)], dtype=torch.int32)
+        pos = torch.tensor(positions, dtype=torch.int64)
+        owner = torch.repeat_interleave(torch.arange(len(query_lens)), torch.tensor(query_lens))
+        slots = table[owner, pos // self.bs].long() * self.bs + pos % self.bs
+        logits_indices = (qsl[1:] - 1)[sampled].long() if sampled else torch.zeros(0, dtype=torch.int64)
+        dev = self.device
+        meta = AttentionMetadata(
+            query_start_loc=qsl.to(dev),
+            seq_lens=torch.tensor(seq_lens, dtype=torch.int32, device=dev),
+            block_tables=table.to(dev),
+            slot_mapping=slots.to(dev),
+            max_query_len=max(query_lens),
+            max_seq_len=max(seq_lens),
+            query_lens_cpu=query_lens,
+            seq_lens_cpu=seq_lens,
+        )
+        input_ids = torch.tensor(ids, dtype=torch.int64, device=dev)
+        return input_ids, pos.to(dev), meta, logits_indices.to(dev), sampled
+
+    @torch.inference_mode()
+    def run(self, step: ScheduledStep) -> tuple[torch.Tensor, list[int]]:
+        """Forward one step; returns ([len(sampled), vocab] float32 logits on the host, sampled entries)."""
+        input_ids, positions, meta, logits_indices, sampled = self.prepare(step)
+        logits = self.model(input_ids, positions, meta, self.kv_cache, logits_indices)
+        return logits.float().cpu(), sampled

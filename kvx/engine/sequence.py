@@ -1,0 +1,101 @@
+"""One request's state while the engine works on it.
+
+`token_ids` holds prompt + generated tokens. The KV of the first `num_computed` of them sits in the
+pool, in the blocks listed by `block_table`. Each step computes a chunk of the rest; once the chunk
+reaches the end of `token_ids` the step's logits for the last token are sampled. Decode is the case
+where one token is left; a jump-forward append (grammar-forced tokens) leaves several.
+"""
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import torch
+
+from kvx.engine.api import Request, Usage
+
+
+class Status(enum.Enum):
+    WAITING = "waiting"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class Sequence:
+    __slots__ = (
+        "request", "seq_no", "token_ids", "num_prompt", "num_computed", "block_table",
+        "num_cached_blocks", "cache_node", "status", "usage", "matcher", "generator", "stop_ids",
+        "finish_reason", "error", "admitted", "recomputes",
+    )
+
+    def __init__(self, request: Request, seq_no: int, stop_ids: frozenset[int]):
+        self.request = request
+        self.seq_no = seq_no  # arrival order: "newest" for preemption, tie-break for admission
+        self.token_ids: list[int] = list(request.prompt_ids)
+        self.num_prompt = len(self.token_ids)
+        self.num_computed = 0
+        self.block_table: list[int] = []
+        self.num_cached_blocks = 0  # leading blocks already published to the radix cache
+        self.cache_node: Any = None  # radix node of block_table[num_cached_blocks - 1] (or the root)
+        self.status = Status.WAITING
+        self.usage = Usage(prompt_tokens=self.num_prompt)
+        self.matcher: Any = None
+        self.generator: torch.Generator | None = None
+        self.stop_ids = stop_ids
+        self.finish_reason: str | None = None
+        self.error: str | None = None
+        self.admitted = False  # counted once in the prompt-cache metrics, not again on recompute
+        self.recomputes = 0
+
+    # --- views -------------------------------------------------------------------------------
+    @property
+    def priority(self) -> int:
+        return self.request.priority
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_generated(self) -> int:
+        return len(self.token_ids) - self.num_prompt
+
+    @property
+    def output_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt :]
+
+    @property
+    def num_uncomputed(self) -> int:
+        return len(self.token_ids) - self.num_computed
+
+    @property
+    def in_prefill(self) -> bool:
+        """Still computing prompt (or recomputed) tokens, i.e. more than a decode/extend is left."""
+        return self.num_computed < self.num_prompt
+
+    @property
+    def max_new(self) -> int:
+        return self.request.sampling.max_tokens
+
+    def blocks_needed(self, num_tokens: int, block_size: int) -> int:
+        """Blocks the table must hold for the first num_tokens tokens."""
+        return (num_tokens + block_size - 1) // block_size - len(self.block_table)
+
+    # --- transitions -------------------------------------------------------------------------
+    def append(self, token: int) -> None:
+        self.token_ids.append(token)
+        self.usage.generated_tokens += 1
+
+    def finish(self, reason: str, error: str | None = None) -> None:
+        self.status = Status.FINISHED
+        self.finish_reason = reason
+        self.error = error
+
+    def reset_for_recompute(self) -> None:
+        """Preempted: the KV is gone; generated tokens and the matcher state are kept and recomputed."""
+        self.num_computed = 0
+        self.block_table = []
+        self.num_cached_blocks = 0
+        self.cache_node = None
+        self.status = Status.WAITING
+        self.recomputes += 1

@@ -1,0 +1,140 @@
+"""Fewest tokens from a DFA state to acceptance: the length budget's bound.
+
+The bound must be *realisable* (some allowed token always keeps it), so a matcher that masks every
+token whose next state needs more tokens than are left can never paint itself into a corner.
+1. `byte_dist`: the shortest byte path using only bytes that are one-byte tokens (all bytes JSON
+   emits raw are, in byte-level BPE). One BFS per schema, vectorised.
+2. `TokenDistances`: tightens it lazily, per state: along a canonical shortest byte path, any token
+   spelling a prefix of that path is a real step, so dist(s) = 1 + min dist(state after the token)
+   (a small DP along the path, longest match found with a prefix table of the vocabulary).
+Vocabularies where some state cannot finish with one-byte tokens get exact token-level distances.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kvx.grammar.dfa import DFA
+from kvx.grammar.vocab import TokenVocab
+
+INF = np.int32(1 << 30)
+
+
+def byte_class_reps(trans: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """One representative byte per group of usable bytes with identical DFA columns."""
+    weights = np.random.default_rng(0).random(trans.shape[0]) + 0.5
+    col_hash = weights @ trans.astype(np.float64)  # [256]; equal columns give equal sums (BLAS)
+    col_hash = np.where(usable, col_hash, -np.inf)
+    _, first = np.unique(col_hash, return_index=True)
+    return np.array([b for b in first if usable[b]], dtype=np.int64)
+
+
+def byte_distances(trans: np.ndarray, accepting: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Fewest bytes (each from `usable`) from every state to an accepting one; INF if none."""
+    num = trans.shape[0]
+    reps = byte_class_reps(trans, usable)
+    dst = trans[:, reps].ravel()
+    src = np.repeat(np.arange(num, dtype=np.int32), len(reps))
+    live = dst >= 0
+    dst, src = dst[live], src[live]
+    preds = src[np.argsort(dst, kind="stable")]
+    counts = np.bincount(dst, minlength=num)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    dist = np.full(num, INF, dtype=np.int32)
+    frontier = np.flatnonzero(accepting)
+    dist[frontier] = 0
+    level = 0
+    while len(frontier):
+        cnt = counts[frontier]
+        total = int(cnt.sum())
+        if not total:
+            break
+        offsets = np.repeat(starts[frontier] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+        cand = preds[offsets]
+        cand = np.unique(cand[dist[cand] == INF])
+        level += 1
+        dist[cand] = level
+        frontier = cand
+    return dist
+
+
+_PREFIXES: dict[str, dict[bytes, bool]] = {}
+
+
+def token_prefixes(vocab: TokenVocab) -> dict[bytes, bool]:
+    """Every prefix of every token -> whether it is itself a token (once per tokenizer)."""
+    table = _PREFIXES.get(vocab.hash)
+    if table is None:
+        table = {}
+        for tb in vocab.token_bytes:
+            if tb:
+                for k in range(1, len(tb)):
+                    table.setdefault(tb[:k], False)
+        for tb in vocab.token_bytes:
+            if tb:
+                table[tb] = True
+        _PREFIXES[vocab.hash] = table
+    return table
+
+
+class TokenDistances:
+    """dist(s) in tokens, computed on demand and memoised; see the module doc."""
+
+    def __init__(self, dfa: DFA, vocab: TokenVocab, byte_dist: np.ndarray):
+        self.dfa = dfa
+        self.vocab = vocab
+        self.byte_dist = byte_dist
+        self.usable = vocab.single_byte_tokens()
+        self.prefixes = token_prefixes(vocab)
+        self.longest = max((len(tb) for tb in vocab.token_bytes if tb), default=1)
+        self.memo = np.where(dfa.accepting, 0, -1).astype(np.int32)
+        self._byte_dist_ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
+
+    def set_exact(self, dist: np.ndarray) -> None:
+        self.memo = dist.astype(np.int32).copy()
+
+    def __getitem__(self, s: int) -> int:
+        if self.memo[s] < 0:
+            self._fill(s)
+        return int(self.memo[s])
+
+    def many(self, states: np.ndarray) -> np.ndarray:
+        todo = np.unique(states[self.memo[states] < 0])
+        for s in todo:
+            if self.memo[s] < 0:
+                self._fill(int(s))
+        return self.memo[states]
+
+    def _canonical_step(self, s: int) -> tuple[int, int]:
+        row = self.dfa.trans[s]
+        cand = np.where(self.usable, self._byte_dist_ext[row], INF)
+        b = int(np.argmin(cand))
+        return b, int(row[b])
+
+    def _fill(self, s: int) -> None:
+        if self.byte_dist[s] >= INF:
+            self.memo[s] = INF
+            return
+        states, data = [s], bytearray()
+        first_known = None
+        cur = s
+        while not self.dfa.accepting[cur]:  # the canonical path, `longest` bytes past the memo
+            if first_known is None and self.memo[cur] >= 0:
+                first_known = len(states) - 1
+            if first_known is not None and len(states) - 1 - first_known >= self.longest:
+                break
+            b, cur = self._canonical_step(cur)
+            data.append(b)
+            states.append(cur)
+        end = first_known if first_known is not None else len(states) - 1
+        for i in range(end - 1, -1, -1):
+            best = INF
+            k = 1
+            while i + k <= len(data):
+                piece = bytes(data[i : i + k])
+                is_token = self.prefixes.get(piece)
+                if is_token is None:
+                    break
+                if is_token:
+                    best = min(best, int(self.memo[states[i + k]]))
+                k += 1
+            self.memo[states[i]] = best + 1

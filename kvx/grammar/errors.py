@@ -1,0 +1,11 @@
+"""Grammar errors: always one line naming the keyword and its JSON pointer."""
+from kvx.errors import KvxError
+
+
+class UnsupportedSchema(KvxError):
+    """The schema uses a keyword the automaton cannot enforce (or is itself invalid)."""
+
+    def __init__(self, message: str, keyword: str | None = None, pointer: str = ""):
+        super().__init__(message)
+        self.keyword = keyword
+        self.pointer = pointer

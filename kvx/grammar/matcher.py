@@ -1,0 +1,99 @@
+"""One sequence's position in a grammar: which tokens may come next, and the length budget.
+
+The budget counts every advance() (EOS included) against max_tokens. A non-EOS token is allowed
+only if, after it, the remaining tokens still suffice to reach an accepting state and emit EOS, so
+a tight budget still yields complete JSON. If the budget is already too small at construction the
+matcher steers along the shortest completion instead of dead-ending.
+"""
+from __future__ import annotations
+
+import torch
+
+from kvx.grammar.token_fsm import TokenFSM
+
+
+class DisallowedToken(ValueError):
+    """advance() got a token the mask forbids (an engine bug, not a user error)."""
+
+
+class Matcher:
+    def __init__(self, fsm: TokenFSM, max_tokens: int | None = None):
+        self.fsm = fsm
+        self.state = fsm.dfa.start
+        self.max_tokens = max_tokens
+        self.num_advanced = 0
+        self.finished = False  # EOS consumed
+        self._eos = set(fsm.vocab.eos_ids)
+        self._empty = torch.zeros(fsm.vocab.vocab_size, dtype=torch.bool)
+
+    def _max_next_dist(self, state: int | None = None, used: int = 0) -> int | None:
+        """Largest allowed dist of the next state under the budget (None: unlimited)."""
+        if self.max_tokens is None:
+            return None
+        state = self.state if state is None else state
+        left = self.max_tokens - self.num_advanced - used
+        # after this token (1) and the rest of the path (dist) there must be room for EOS (1)
+        return max(left - 2, self.fsm.dist[state] - 1)
+
+    def allowed_mask(self) -> torch.Tensor:
+        """Bool [vocab_size]; a cached tensor shared between calls: callers must not modify it."""
+        if self.finished:
+            return self._empty
+        limit = self._max_next_dist()
+        if limit is None:
+            return self.fsm.state(self.state).mask
+        return self.fsm.budget_mask(self.state, limit)
+
+    def is_allowed(self, token_id: int) -> bool:
+        if self.finished:
+            return False
+        if token_id in self._eos:
+            return bool(self.fsm.dfa.accepting[self.state])
+        nxt = self.fsm.next_state(self.state, token_id)
+        if nxt < 0:
+            return False
+        limit = self._max_next_dist()
+        return limit is None or self.fsm.dist[nxt] <= limit
+
+    def advance(self, token_id: int) -> None:
+        if not self.is_allowed(token_id):
+            raise DisallowedToken(f"token {token_id} is not allowed in grammar state {self.state}")
+        self.num_advanced += 1
+        if token_id in self._eos:
+            self.finished = True
+        else:
+            self.state = self.fsm.next_state(self.state, token_id)
+
+    def forced_tokens(self) -> list[int]:
+        """Tokens the grammar forces next (keys, punctuation, the rest of an enum value); pure.
+
+        Cut short where a forced token would not fit the length budget (sampling takes over)."""
+        if self.finished:
+            return []
+        tokens = self.fsm.forced_tokens(self.state)
+        if self.max_tokens is None:
+            return list(tokens)
+        out, state = [], self.state
+        for tid in tokens:
+            nxt = self.fsm.next_state(state, tid)
+            if self.fsm.dist[nxt] > self._max_next_dist(state, len(out)):
+                break
+            out.append(tid)
+            state = nxt
+        return out
+
+    def is_accepting(self) -> bool:
+        """The text so far is a complete document (EOS would be accepted)."""
+        return self.finished or bool(self.fsm.dfa.accepting[self.state])
+
+    def is_finished(self) -> bool:
+        return self.finished
+
+    def min_tokens_to_finish(self) -> int:
+        """Fewest further advance() calls to end the document, the EOS token included."""
+        if self.finished:
+            return 0
+        return self.fsm.dist[self.state] + 1
+
+    def tokens_left(self) -> int | None:
+        return None if self.max_tokens is None else self.max_tokens - self.num_advanced

@@ -1,0 +1,136 @@
+"""A small byte-level regex AST: the common language of every piece of the schema compiler.
+
+Leaves are byte classes (a 256-bit int mask) or embedded DFAs; inner nodes are concatenation,
+alternation, bounded repetition and `Graph`, an NFA-shaped node whose edges carry sub-ASTs (the
+object builder uses it so a member's automaton appears once although several paths reach it).
+Nodes are immutable and may be shared between trees.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Union
+
+ALL_BYTES = (1 << 256) - 1
+
+
+@dataclass(frozen=True)
+class Bytes:
+    mask: int  # bit b set <=> byte b matches; 0 matches nothing
+
+
+@dataclass(frozen=True)
+class Seq:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Alt:
+    items: tuple
+
+
+@dataclass(frozen=True)
+class Repeat:
+    item: "Node"
+    lo: int
+    hi: Optional[int]  # None = unbounded
+
+
+@dataclass(frozen=True, eq=False)
+class Embed:
+    dfa: object  # kvx.grammar.dfa.DFA, trimmed
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """States 0..num_states-1, start 0; edges (src, dst, node-or-None for epsilon)."""
+
+    num_states: int
+    edges: tuple
+    finals: tuple
+
+
+Node = Union[Bytes, Seq, Alt, Repeat, Embed, Graph]
+EMPTY = Seq(())  # matches the empty string
+NOTHING = Alt(())  # matches nothing
+
+
+def byte_set(*values: int) -> Bytes:
+    mask = 0
+    for v in values:
+        mask |= 1 << v
+    return Bytes(mask)
+
+
+def byte_range(lo: int, hi: int) -> Bytes:
+    """Bytes lo..hi inclusive."""
+    if hi < lo:
+        return Bytes(0)
+    return Bytes(((1 << (hi - lo + 1)) - 1) << lo)
+
+
+def chars(text: str) -> Bytes:
+    """A class of ASCII characters, e.g. chars('0123456789')."""
+    return byte_set(*text.encode())
+
+
+def lit(data: bytes | str) -> Node:
+    if isinstance(data, str):
+        data = data.encode()
+    if len(data) == 1:
+        return byte_set(data[0])
+    return Seq(tuple(byte_set(b) for b in data))
+
+
+def is_nothing(node: Node) -> bool:
+    return (isinstance(node, Alt) and not node.items) or (isinstance(node, Bytes) and node.mask == 0)
+
+
+def seq(*items: Node) -> Node:
+    flat = []
+    for it in items:
+        if is_nothing(it):
+            return NOTHING
+        if isinstance(it, Seq):
+            flat.extend(it.items)
+        else:
+            flat.append(it)
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items: Node) -> Node:
+    flat = []
+    for it in items:
+        if is_nothing(it):
+            continue
+        flat.extend(it.items if isinstance(it, Alt) else (it,))
+    masks = [it for it in flat if isinstance(it, Bytes)]
+    if len(masks) > 1:  # merge single-byte alternatives into one class
+        merged = 0
+        for m in masks:
+            merged |= m.mask
+        flat = [Bytes(merged)] + [it for it in flat if not isinstance(it, Bytes)]
+    return flat[0] if len(flat) == 1 else Alt(tuple(flat))
+
+
+def rep(item: Node, lo: int, hi: Optional[int]) -> Node:
+    if hi is not None and hi < lo:
+        return NOTHING
+    if is_nothing(item):
+        return EMPTY if lo == 0 else NOTHING
+    if hi == 0:
+        return EMPTY
+    if lo == hi == 1:
+        return item
+    return Repeat(item, lo, hi)
+
+
+def opt(item: Node) -> Node:
+    return rep(item, 0, 1)
+
+
+def star(item: Node) -> Node:
+    return rep(item, 0, None)
+
+
+def plus(item: Node) -> Node:
+    return rep(item, 1, None)

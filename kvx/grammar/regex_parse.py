@@ -1,0 +1,303 @@
+"""The ECMA-262 regex subset JSON Schema `pattern` uses -> byte-level regex AST.
+
+Parsed at the character level (code point classes), then every class is mapped through an
+encoder: by default to all its JSON-string spellings, so the automaton runs on the JSON text of
+the string while the pattern means the decoded value. `^`/`$` are honoured at the start/end of
+top-level branches; an unanchored side is padded with "any characters" (search semantics).
+Lookarounds, backreferences, word boundaries and \\p{...} raise UnsupportedSchema.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from kvx.grammar import charset as cs
+from kvx.grammar import regex_ast as ra
+from kvx.grammar import strings
+from kvx.grammar.errors import UnsupportedSchema
+
+DIGITS = ((0x30, 0x39),)
+WORD = cs.normalise([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+SPACE = cs.normalise([(0x09, 0x0D), (0x20, 0x20), (0xA0, 0xA0), (0x1680, 0x1680), (0x2000, 0x200A),
+                      (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000),
+                      (0xFEFF, 0xFEFF)])
+DOT = cs.subtract(cs.ANY, cs.normalise([(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]))
+CLASS_ESCAPES = {"d": DIGITS, "D": cs.complement(DIGITS), "w": WORD, "W": cs.complement(WORD),
+                 "s": SPACE, "S": cs.complement(SPACE)}
+CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+
+
+class PatternError(Exception):
+    pass
+
+
+class _Parser:
+    """Recursive descent over the pattern; builds a char-level tree of tuples:
+    ('cls', ranges) ('cat', items) ('alt', items) ('rep', node, lo, hi) ('bol',) ('eol',)."""
+
+    def __init__(self, src: str):
+        self.src = src
+        self.i = 0
+
+    def peek(self, k: int = 0):
+        j = self.i + k
+        return self.src[j] if j < len(self.src) else None
+
+    def take(self) -> str:
+        c = self.src[self.i]
+        self.i += 1
+        return c
+
+    def parse(self):
+        node = self.alternation()
+        if self.i != len(self.src):
+            raise PatternError(f"unbalanced ')' at offset {self.i}")
+        return node
+
+    def alternation(self):
+        branches = [self.sequence()]
+        while self.peek() == "|":
+            self.take()
+            branches.append(self.sequence())
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def sequence(self):
+        items = []
+        while self.peek() is not None and self.peek() not in "|)":
+            atom = self.atom()
+            items.append(self.quantified(atom))
+        return ("cat", items)
+
+    def quantified(self, atom):
+        while True:
+            c = self.peek()
+            if c in ("*", "+", "?"):
+                self.take()
+                lo, hi = {"*": (0, None), "+": (1, None), "?": (0, 1)}[c]
+            elif c == "{" and self._brace_quantifier() is not None:
+                lo, hi = self._brace_quantifier(consume=True)
+            else:
+                return atom
+            if atom[0] in ("bol", "eol"):
+                raise PatternError("quantified anchor")
+            if self.peek() == "?":  # lazy: same language
+                self.take()
+            if hi is not None and hi < lo:
+                raise PatternError("quantifier {n,m} with m < n")
+            atom = ("rep", atom, lo, hi)
+
+    def _brace_quantifier(self, consume: bool = False):
+        j = self.i + 1
+        k = j
+        while k < len(self.src) and self.src[k].isdigit():
+            k += 1
+        if k == j:
+            return None
+        lo = int(self.src[j:k])
+        hi = lo
+        if k < len(self.src) and self.src[k] == ",":
+            k += 1
+            m = k
+            while k < len(self.src) and self.src[k].isdigit():
+                k += 1
+            hi = int(self.src[m:k]) if k > m else None
+        if k >= len(self.src) or self.src[k] != "}":
+            return None
+        if consume:
+            self.i = k + 1
+        return lo, hi
+
+    def atom(self):
+        c = self.take()
+        if c == "^":
+            return ("bol",)
+        if c == "$":
+            return ("eol",)
+        if c == ".":
+            return ("cls", DOT)
+        if c == "(":
+            if self.peek() == "?":
+                self.take()
+                kind = self.take() if self.peek() is not None else ""
+                if kind == "<" and self.peek() not in ("=", "!"):
+                    while self.peek() not in (">", None):
+                        self.take()
+                    self.take()
+                elif kind != ":":
+                    raise PatternError("lookaround assertions")
+            inner = self.alternation()
+            if self.peek() != ")":
+                raise PatternError("missing ')'")
+            self.take()
+            return inner
+        if c == "[":
+            return ("cls", self.char_class())
+        if c == "\\":
+            return self.escape(in_class=False)
+        if c in "*+?":
+            raise PatternError(f"nothing to repeat before {c!r}")
+        if c == ")":
+            raise PatternError("unbalanced ')'")
+        return ("cls", self._literal(c))
+
+    def _literal(self, c: str) -> tuple:
+        cp = ord(c)
+        return ((cp, cp),)
+
+    def escape(self, in_class: bool):
+        if self.peek() is None:
+            raise PatternError("trailing backslash")
+        c = self.take()
+        if c in CLASS_ESCAPES:
+            return ("cls", CLASS_ESCAPES[c])
+        if c in CONTROL_ESCAPES:
+            return ("cls", ((CONTROL_ESCAPES[c],) * 2,))
+        if c == "b" and in_class:
+            return ("cls", ((8, 8),))
+        if c in "bB":
+            raise PatternError("word-boundary assertions")
+        if c == "0" and not (self.peek() or "").isdigit():
+            return ("cls", ((0, 0),))
+        if c.isdigit():
+            raise PatternError("backreferences")
+        if c == "k" and self.peek() == "<":
+            raise PatternError("named backreferences")
+        if c in "pP" and self.peek() == "{":
+            raise PatternError("Unicode property escapes")
+        if c == "c" and (self.peek() or "").isalpha():
+            v = ord(self.take()) % 32
+            return ("cls", ((v, v),))
+        if c == "x" and self._hex_ahead(2):
+            v = int(self.src[self.i:self.i + 2], 16)
+            self.i += 2
+            return ("cls", ((v, v),))
+        if c == "u" and self._hex_ahead(4):
+            v = int(self.src[self.i:self.i + 4], 16)
+            self.i += 4
+            if 0xD800 <= v <= 0xDBFF and self.src[self.i:self.i + 2] == "\\u":
+                self.i += 2
+                if self._hex_ahead(4):
+                    lo = int(self.src[self.i:self.i + 4], 16)
+                    if 0xDC00 <= lo <= 0xDFFF:
+                        self.i += 4
+                        v = 0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00)
+                    else:
+                        self.i -= 2
+                else:
+                    self.i -= 2
+            return ("cls", ((v, v),))
+        return ("cls", self._literal(c))  # identity escape: \. \/ \- ...
+
+    def _hex_ahead(self, n: int) -> bool:
+        part = self.src[self.i:self.i + n]
+        return len(part) == n and all(ch in "0123456789abcdefABCDEF" for ch in part)
+
+    def char_class(self) -> tuple:
+        negate = self.peek() == "^"
+        if negate:
+            self.take()
+        ranges: list = []
+        first = True
+        while True:
+            c = self.peek()
+            if c is None:
+                raise PatternError("missing ']'")
+            if c == "]" and not first:
+                self.take()
+                break
+            first = False
+            lo = self._class_atom()
+            if self.peek() == "-" and self.peek(1) not in ("]", None):
+                self.take()
+                hi = self._class_atom()
+                if len(lo) != 1 or len(hi) != 1 or lo[0][0] != lo[0][1] or hi[0][0] != hi[0][1]:
+                    raise PatternError("class range with a class escape")
+                if hi[0][0] < lo[0][0]:
+                    raise PatternError("class range out of order")
+                ranges.append((lo[0][0], hi[0][0]))
+            else:
+                ranges.extend(lo)
+        out = cs.normalise(ranges)
+        return cs.complement(out) if negate else out
+
+    def _class_atom(self) -> tuple:
+        c = self.take()
+        if c == "\\":
+            return self.escape(in_class=True)[1]
+        return self._literal(c)
+
+
+def _strip(node, side: str):
+    """Remove a ^ (side='start') or $ (side='end') from the edge of a branch: (node, anchored)."""
+    kind = node[0]
+    if kind == ("bol" if side == "start" else "eol"):
+        return ("cat", []), True
+    if kind == "cat" and node[1]:
+        items = list(node[1])
+        idx = 0 if side == "start" else len(items) - 1
+        items[idx], anchored = _strip(items[idx], side)
+        return ("cat", items), anchored
+    if kind == "alt":
+        stripped = [_strip(b, side) for b in node[1]]
+        flags = {a for _, a in stripped}
+        if len(flags) == 1:
+            return ("alt", [b for b, _ in stripped]), flags.pop()
+    return node, False
+
+
+def _has_anchor(node) -> bool:
+    kind = node[0]
+    if kind in ("bol", "eol"):
+        return True
+    if kind in ("cat", "alt"):
+        return any(_has_anchor(n) for n in node[1])
+    if kind == "rep":
+        return _has_anchor(node[1])
+    return False
+
+
+def _to_ast(node, encode) -> ra.Node:
+    kind = node[0]
+    if kind == "cls":
+        return encode(node[1])
+    if kind == "cat":
+        return ra.seq(*(_to_ast(n, encode) for n in node[1]))
+    if kind == "alt":
+        return ra.alt(*(_to_ast(n, encode) for n in node[1]))
+    if kind == "rep":
+        return ra.rep(_to_ast(node[1], encode), node[2], node[3])
+    raise PatternError("anchor in the middle of a pattern")
+
+
+def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
+    """Language of strings (spelled through `encode`) that contain a match of `pattern`."""
+    tree = _Parser(pattern).parse()
+    branches = tree[1] if tree[0] == "alt" else [tree]
+    anything = ra.star(encode(cs.ANY))
+    out = []
+    for br in branches:
+        br, at_start = _strip(br, "start")
+        br, at_end = _strip(br, "end")
+        if _has_anchor(br):
+            raise PatternError("anchor in the middle of a pattern")
+        body = _to_ast(br, encode)
+        out.append(ra.seq(ra.EMPTY if at_start else anything, body, ra.EMPTY if at_end else anything))
+    return ra.alt(*out)
+
+
+@lru_cache(maxsize=256)
+def _pattern_dfa(pattern: str, max_states: int):
+    from kvx.grammar.determinize import compile_node
+
+    return compile_node(pattern_ast(pattern), max_states)
+
+
+def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):
+    """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can."""
+    from kvx.grammar.nfa import TooLarge
+
+    try:
+        return _pattern_dfa(pattern, max_states)
+    except PatternError as err:
+        raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({err}) at {pointer}", "pattern", pointer) from None
+    except TooLarge:
+        raise UnsupportedSchema(f"schema too large for the automaton at {pointer}", "pattern", pointer) from None

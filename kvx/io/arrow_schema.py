@@ -1,0 +1,160 @@
+"""Arrow column types implied by a JSON Schema, and converters from JSON values to those types.
+
+strings -> string, integer -> int64, number -> float64, boolean -> bool, arrays -> list<...>,
+objects with properties -> struct<...>, string enums -> dictionary<int32, string>. What has no single
+Arrow type (mixed anyOf, free-form objects, recursion past MAX_DEPTH) is stored as JSON text, so no
+value is ever lost or coerced into the wrong type.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pyarrow as pa
+
+MAX_DEPTH = 8  # recursive $refs become JSON text below this
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+@dataclass
+class Column:
+    type: pa.DataType
+    convert: Callable[[Any], Any]  # JSON value -> Python value Arrow accepts for `type`
+
+
+def _as_json(v: Any) -> Any:
+    return None if v is None else json.dumps(v, ensure_ascii=False)
+
+
+def _as_str(v: Any) -> Any:
+    return v if v is None or isinstance(v, str) else _as_json(v)
+
+
+def _as_int(v: Any) -> Any:
+    ok = isinstance(v, int) and not isinstance(v, bool) and INT64_MIN <= v <= INT64_MAX
+    return v if ok else None
+
+
+def _as_float(v: Any) -> Any:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _as_bool(v: Any) -> Any:
+    return v if isinstance(v, bool) else None
+
+
+JSON_TEXT = Column(pa.string(), _as_json)
+SCALARS = {
+    "string": Column(pa.string(), _as_str),
+    "integer": Column(pa.int64(), _as_int),
+    "number": Column(pa.float64(), _as_float),
+    "boolean": Column(pa.bool_(), _as_bool),
+}
+ENUM = Column(pa.dictionary(pa.int32(), pa.string()), _as_str)
+
+
+def column_for(schema: Any, root: dict | None = None, depth: int = 0) -> Column:
+    root = schema if root is None else root
+    if not isinstance(schema, dict) or depth > MAX_DEPTH:
+        return JSON_TEXT
+    if "$ref" in schema:
+        return column_for(_resolve(schema["$ref"], root), root, depth + 1)
+    if "const" in schema:
+        return _for_values([schema["const"]])
+    if "enum" in schema:
+        return _for_values(schema["enum"])
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches:
+        return _merge([column_for(b, root, depth + 1) for b in branches if not _is_null_only(b)])
+    types = schema.get("type")
+    if isinstance(types, list):
+        return _merge([column_for({**schema, "type": t}, root, depth) for t in types if t != "null"])
+    if types in SCALARS:
+        return SCALARS[types]
+    if types == "array":
+        return _list_column(schema, root, depth)
+    if types == "object" or (types is None and "properties" in schema):
+        return _struct_column(schema, root, depth)
+    return JSON_TEXT
+
+
+def _for_values(values: list) -> Column:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, str) for v in present):
+        return ENUM if len(values) > 1 else SCALARS["string"]
+    if present and all(isinstance(v, bool) for v in present):
+        return SCALARS["boolean"]
+    if present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return SCALARS["integer"]
+    return JSON_TEXT
+
+
+def _is_null_only(schema: Any) -> bool:
+    return isinstance(schema, dict) and schema.get("type") == "null" and len(schema) == 1
+
+
+def _merge(columns: list[Column]) -> Column:
+    if not columns:
+        return JSON_TEXT
+    kinds = {str(c.type) for c in columns}
+    if len(kinds) == 1:
+        return columns[0]
+    if kinds <= {"int64", "double"}:
+        return SCALARS["number"]  # an integer fits a float64 column exactly up to 2**53
+    if kinds <= {"string", "dictionary<values=string, indices=int32, ordered=0>"}:
+        return SCALARS["string"]
+    return JSON_TEXT
+
+
+def _list_column(schema: dict, root: dict, depth: int) -> Column:
+    items = column_for(schema.get("items", True), root, depth + 1)
+
+    def convert(v: Any) -> Any:
+        return [items.convert(x) for x in v] if isinstance(v, list) else None
+
+    # "element" is the item name Parquet stores, so parts read back have exactly this type
+    return Column(pa.list_(pa.field("element", items.type)), convert)
+
+
+def _struct_column(schema: dict, root: dict, depth: int) -> Column:
+    props = schema.get("properties") or {}
+    if not props:
+        return JSON_TEXT  # a free-form object has no fixed columns
+    children = {name: column_for(sub, root, depth + 1) for name, sub in props.items()}
+
+    def convert(v: Any) -> Any:
+        if not isinstance(v, dict):
+            return None
+        return {name: col.convert(v.get(name)) for name, col in children.items()}
+
+    return Column(pa.struct([pa.field(n, c.type) for n, c in children.items()]), convert)
+
+
+def _resolve(ref: str, root: dict) -> Any:
+    if not ref.startswith("#"):
+        return True  # remote refs are rejected by the grammar; here: store as JSON text
+    node: Any = root
+    for part in [p for p in ref[1:].split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if node is not None else True
+
+
+USAGE_TYPE = pa.struct([
+    pa.field("prompt_tokens", pa.int64()),
+    pa.field("cached_tokens", pa.int64()),
+    pa.field("generated_tokens", pa.int64()),
+])
+
+
+def output_schema(record: Column) -> pa.Schema:
+    """The columns of a kvx output Parquet file: one row per input record."""
+    return pa.schema([
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("status", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+        pa.field("record", record.type),
+        pa.field("error", pa.string()),
+        pa.field("attempts", pa.int64()),
+        pa.field("usage", USAGE_TYPE),
+    ])

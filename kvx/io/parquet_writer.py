@@ -1,0 +1,133 @@
+"""Parquet output with typed columns, durable and resumable.
+
+While a job runs, each committed batch is its own small Parquet file in `OUT.parquet.parts/`,
+written to `*.tmp`, fsynced, then renamed (atomic): a part either exists whole or not at all.
+On close the parts are merged into `OUT.parquet` (again tmp + fsync + rename). The merged file's
+metadata lists the parts it absorbed, so a crash between the rename and deleting the parts cannot
+double-count them: `--resume` first deletes parts the finished file already names.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kvx.errors import ConfigError
+from kvx.io.arrow_schema import Column, output_schema
+from kvx.io.commit_policy import BufferedWriter, CommitPolicy, fsync_dir
+from kvx.io.records import OutputRow
+
+MERGED_KEY = b"kvx.merged_parts"
+
+
+def parts_dir(path: Path) -> Path:
+    return path.with_name(path.name + ".parts")
+
+
+class ParquetWriter(BufferedWriter):
+    def __init__(self, path: str, record: Column, resume: bool = False, policy: CommitPolicy | None = None):
+        super().__init__(policy or CommitPolicy(max_rows=512, max_seconds=2.0))
+        self.path = Path(path)
+        self.parts = parts_dir(self.path)
+        self.record = record
+        self.schema = output_schema(record)
+        self._run = f"{time.time_ns():x}"  # part names are unique across runs
+        self._seq = 0
+        if resume:
+            drop_merged_parts(self.path)
+        else:
+            shutil.rmtree(self.parts, ignore_errors=True)
+            self.path.unlink(missing_ok=True)
+        self.parts.mkdir(parents=True, exist_ok=True)
+
+    def add(self, row: OutputRow) -> int:
+        d = row.to_dict()
+        d["record"] = self.record.convert(d["record"])
+        return self._buffer(d)
+
+    def _flush(self, batch: list[dict]) -> None:
+        self._seq += 1
+        final = self.parts / f"part-{self._run}-{self._seq:06d}.parquet"
+        _write_atomically(pa.Table.from_pylist(batch, schema=self.schema), final, self.schema)
+
+    def close(self) -> int:
+        n = self.commit()
+        merge_parts(self.path, self.schema)
+        return n
+
+
+def _write_atomically(table: pa.Table, final: Path, schema: pa.Schema) -> None:
+    tmp = final.with_name(final.name + ".tmp")
+    with pq.ParquetWriter(tmp, schema) as w:
+        w.write_table(table)
+    _fsync_file(tmp)
+    os.replace(tmp, final)
+    fsync_dir(final.parent)
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def _part_files(parts: Path) -> list[Path]:
+    return sorted(parts.glob("part-*.parquet")) if parts.is_dir() else []
+
+
+def merge_parts(path: Path, schema: pa.Schema) -> None:
+    """Fold OUT (if any) and all committed parts into OUT, atomically; then remove the parts."""
+    parts = parts_dir(path)
+    files = _part_files(parts)
+    names = [f.name for f in files]
+    meta = dict(schema.metadata or {})
+    meta[MERGED_KEY] = json.dumps(names).encode()
+    tmp = path.with_name(path.name + ".tmp")
+    with pq.ParquetWriter(tmp, schema.with_metadata(meta)) as w:
+        sources = ([path] if path.exists() else []) + files
+        for src in sources:
+            pf = pq.ParquetFile(src)
+            for i in range(pf.num_row_groups):  # row group by row group: memory stays flat
+                w.write_table(pf.read_row_group(i).cast(schema).replace_schema_metadata(meta))
+    _fsync_file(tmp)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+    shutil.rmtree(parts, ignore_errors=True)
+
+
+def drop_merged_parts(path: Path) -> None:
+    """Before resuming: remove half-written tmp files and parts that OUT already contains."""
+    parts = parts_dir(path)
+    path.with_name(path.name + ".tmp").unlink(missing_ok=True)
+    if not parts.is_dir():
+        return
+    for tmp in parts.glob("*.tmp"):
+        tmp.unlink()
+    merged = set(_merged_names(path)) if path.exists() else set()
+    for f in _part_files(parts):
+        if f.name in merged:
+            f.unlink()
+
+
+def _merged_names(path: Path) -> list[str]:
+    try:
+        meta = pq.read_schema(path).metadata or {}
+    except Exception as e:
+        raise ConfigError(f"{path}: not a readable Parquet file ({e}); cannot --resume from it") from None
+    return json.loads(meta.get(MERGED_KEY, b"[]"))
+
+
+def parquet_done_ids(path: Path) -> set[str]:
+    """Ids in OUT plus its committed parts (call after drop_merged_parts)."""
+    ids: set[str] = set()
+    for src in ([path] if path.exists() else []) + _part_files(parts_dir(path)):
+        try:
+            column = pq.read_table(src, columns=["id"]).column("id")
+        except Exception as e:
+            raise ConfigError(f"{src}: not a kvx output file ({e}); cannot --resume from it") from None
+        ids.update(str(v) for v in column.to_pylist())
+    return ids

@@ -1,0 +1,76 @@
+"""Per-run engine metrics, readable at any time with snapshot().
+
+The engine bumps the counters; readers (the CLI's progress line, --stats, benchmarks) only call
+snapshot(), which returns plain numbers so it can go straight into JSON.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class EngineMetrics:
+    batch_tokens: int = 0  # the step token budget, the denominator of batch utilisation
+    total_blocks: int = 0
+    started: float = field(default_factory=time.perf_counter)
+    requests_done: int = 0
+    requests_failed: int = 0
+    prompt_tokens: int = 0  # first admission only: a recomputed sequence is not counted again
+    cached_prompt_tokens: int = 0
+    computed_tokens: int = 0  # tokens that went through the model (prefill + decode + recompute)
+    generated_tokens: int = 0
+    forced_tokens: int = 0
+    steps: int = 0
+    step_tokens_sum: int = 0
+    preemptions: int = 0
+    evicted_blocks: int = 0
+    used_blocks: int = 0  # held by running sequences right now
+    cached_blocks: int = 0  # idle, kept by the prefix cache
+    peak_used_blocks: int = 0
+    model_seconds: float = 0.0  # time inside the model forward
+    sample_seconds: float = 0.0
+
+    def reset(self) -> None:
+        """Start a new run in place (readers may hold a reference to this object)."""
+        self.__dict__.update(EngineMetrics(batch_tokens=self.batch_tokens, total_blocks=self.total_blocks).__dict__)
+
+    def on_step(self, num_tokens: int, used_blocks: int, cached_blocks: int) -> None:
+        self.steps += 1
+        self.step_tokens_sum += num_tokens
+        self.computed_tokens += num_tokens
+        self.used_blocks = used_blocks
+        self.cached_blocks = cached_blocks
+        self.peak_used_blocks = max(self.peak_used_blocks, used_blocks)
+
+    def on_admit(self, prompt_tokens: int, cached_tokens: int) -> None:
+        self.prompt_tokens += prompt_tokens
+        self.cached_prompt_tokens += cached_tokens
+
+    def snapshot(self) -> dict:
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        steps = max(self.steps, 1)
+        return {
+            "elapsed_s": round(elapsed, 3),
+            "requests_done": self.requests_done,
+            "requests_failed": self.requests_failed,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cache_hit_rate": self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0,
+            "computed_tokens": self.computed_tokens,
+            "generated_tokens": self.generated_tokens,
+            "forced_tokens": self.forced_tokens,
+            "output_tokens_per_s": self.generated_tokens / elapsed,
+            "computed_tokens_per_s": self.computed_tokens / elapsed,
+            "steps": self.steps,
+            "batch_utilisation": self.step_tokens_sum / (steps * self.batch_tokens) if self.batch_tokens else 0.0,
+            "kv_pool_pressure": self.used_blocks / self.total_blocks if self.total_blocks else 0.0,
+            "peak_kv_pool_pressure": self.peak_used_blocks / self.total_blocks if self.total_blocks else 0.0,
+            "kv_used_blocks": self.used_blocks,
+            "kv_cached_blocks": self.cached_blocks,
+            "kv_total_blocks": self.total_blocks,
+            "preemptions": self.preemptions,
+            "evicted_blocks": self.evicted_blocks,
+            "model_seconds": round(self.model_seconds, 3),
+            "sample_seconds": round(self.sample_seconds, 3),
+        }

@@ -1,0 +1,166 @@
+"""Prompt building: system text + schema + few-shot examples + the record, through the chat template.
+
+The part shared by every record (system message, schema, examples, the user turn's header) comes
+first and is tokenized once, so the engine's radix prefix cache serves it to all records; only the
+record's own text and the closing assistant header are tokenized per record.
+"""
+from __future__ import annotations
+
+import json
+import re
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kvx.errors import ConfigError, KvxError
+
+DEFAULT_SYSTEM = (
+    "You are a careful data extraction assistant. Read the user's text and reply with one JSON "
+    "object and nothing else. Use only facts stated in the text; use null where a value is unknown."
+)
+PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+SENTINEL = "\u0000KVX-RECORD\u0000"  # marks where the record goes when splitting the template
+
+
+class PromptError(KvxError):
+    """A record cannot be turned into a prompt (missing field, ...): that record gets an error row."""
+
+
+@dataclass
+class Example:
+    input: str | dict[str, Any]  # the text itself, or fields rendered like a record
+    output: Any  # the record the model should answer with
+
+
+@dataclass
+class PromptSpec:
+    field: str = "text"
+    template: str | None = None  # text with {field} placeholders
+    system: str | None = None  # replaces DEFAULT_SYSTEM
+    examples: list[Example] = dataclasses.field(default_factory=list)
+    raw: bool = False  # no chat template: plain "Input:/Output:" text
+    describe_schema: bool = True
+
+
+def read_text_option(value: str | None, option: str) -> str | None:
+    """`--system TEXT` or `--system @FILE`."""
+    if value is None or not value.startswith("@"):
+        return value
+    return _read_file(Path(value[1:]), option)
+
+
+def _read_file(path: Path, option: str) -> str:
+    try:
+        return path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{option} {path}: cannot read ({e.__class__.__name__}: {e})") from None
+
+
+def load_template(path: str) -> str:
+    text = _read_file(Path(path), "--template")
+    if not any(m.group(1) for m in PLACEHOLDER.finditer(text)):
+        raise ConfigError(f"--template {path}: no {{field}} placeholder in the template")
+    return text
+
+
+def load_examples(path: str, validate) -> list[Example]:
+    """Few-shot pairs, one JSON object a line: {"input": TEXT or {fields}, "output": RECORD}.
+
+    `validate(record) -> str | None` checks each output against the schema (message or None)."""
+    pairs = []
+    for lineno, line in enumerate(_read_file(Path(path), "--examples").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"--examples {path} line {lineno}"
+        try:
+            pair = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{where}: not valid JSON ({e.msg})") from None
+        if not isinstance(pair, dict) or "input" not in pair or "output" not in pair:
+            raise ConfigError(f'{where}: expected {{"input": ..., "output": ...}}')
+        problem = validate(pair["output"])
+        if problem:
+            raise ConfigError(f"{where}: output does not match the schema ({problem})")
+        if not isinstance(pair["input"], (str, dict)):
+            raise ConfigError(f"{where}: input must be a text or an object of fields")
+        pairs.append(Example(pair["input"], pair["output"]))
+    if not pairs:
+        raise ConfigError(f"--examples {path}: no examples in the file")
+    return pairs
+
+
+def field_value(fields: dict[str, Any], name: str) -> str:
+    """A record field as prompt text; dotted names reach into nested objects."""
+    value: Any = fields
+    for part in name.split("."):
+        if not isinstance(value, dict) or value.get(part) is None:
+            raise PromptError(f"missing field '{name}'")
+        value = value[part]
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise PromptError(f"field '{name}' is not valid UTF-8") from None
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+class PromptBuilder:
+    def __init__(self, spec: PromptSpec, schema: dict, tokenizer: Any):
+        self.spec = spec
+        self.tokenizer = tokenizer
+        self.system = spec.system if spec.system is not None else DEFAULT_SYSTEM
+        if spec.describe_schema:
+            schema_text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
+            self.system = f"{self.system}\n\nThe JSON object must match this JSON Schema:\n{schema_text}"
+        self._prefix, self._suffix = self._split()
+        self._prefix_ids = tokenizer.encode(self._prefix) if self._prefix is not None else None
+
+    def user_text(self, fields: dict[str, Any]) -> str:
+        if self.spec.template is None:
+            return field_value(fields, self.spec.field)
+        return PLACEHOLDER.sub(lambda m: _fill(m, fields), self.spec.template)
+
+    def prompt_text(self, fields: dict[str, Any]) -> str:
+        return self._render(self.user_text(fields))
+
+    def prompt_ids(self, fields: dict[str, Any]) -> list[int]:
+        text = self.user_text(fields)
+        if self._prefix_ids is None:
+            return self.tokenizer.encode(self._render(text))
+        return self._prefix_ids + self.tokenizer.encode(text + self._suffix)
+
+    def _example_text(self, ex: Example) -> str:
+        return ex.input if isinstance(ex.input, str) else self.user_text(ex.input)
+
+    def shared_prefix_tokens(self) -> int:
+        return len(self._prefix_ids or [])
+
+    def _render(self, user: str) -> str:
+        examples = [(self._example_text(ex), json.dumps(ex.output, ensure_ascii=False)) for ex in self.spec.examples]
+        if self.spec.raw:
+            shots = "".join(f"Input:\n{i}\nOutput:\n{o}\n\n" for i, o in examples)
+            return f"{self.system}\n\n{shots}Input:\n{user}\nOutput:\n"
+        messages = [{"role": "system", "content": self.system}]
+        for i, o in examples:
+            messages += [{"role": "user", "content": i}, {"role": "assistant", "content": o}]
+        messages.append({"role": "user", "content": user})
+        return self.tokenizer.chat_prompt(messages, add_generation_prompt=True)
+
+    def _split(self) -> tuple[str | None, str]:
+        """(shared prefix, per-record suffix) around the record text; (None, "") if the template
+        does not keep the record verbatim (then each prompt is rendered whole)."""
+        full = self._render(SENTINEL)
+        if full.count(SENTINEL) != 1:
+            return None, ""
+        prefix, suffix = full.split(SENTINEL)
+        return prefix, suffix
+
+
+def _fill(match: re.Match, fields: dict[str, Any]) -> str:
+    token = match.group(0)
+    if token in ("{{", "}}"):
+        return token[0]
+    return field_value(fields, match.group(1))

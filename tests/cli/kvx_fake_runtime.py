@@ -1,0 +1,108 @@
+"""A small, deterministic stand-in for the engine, so CLI / IO / resume logic is tested without a model.
+
+Tokens are Unicode code points. Per record text markers choose the behaviour:
+  FAKE:invalid       every attempt answers a record that violates the schema
+  FAKE:flaky         the greedy attempt answers broken JSON, sampled retries answer a valid record
+  FAKE:engine-error  the engine reports an error for the sequence
+Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
+(windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
+each result down so a test can kill the process mid-run.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from kvx.cli.runtime import EngineOptions, Runtime
+from kvx.engine.api import Result, Usage
+
+CONTEXT = 4096
+
+
+class FakeTokenizer:
+    vocab_size = 0x110000
+    eos_token_ids = [0]
+    bos_token_id = None
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(c) for c in text]
+
+    def decode(self, ids) -> str:
+        return "".join(chr(i) for i in ids)
+
+    def chat_prompt(self, messages, add_generation_prompt=True) -> str:
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+        return text + ("<|im_start|>assistant\n" if add_generation_prompt else "")
+
+
+def answer(user_text: str, temperature: float) -> tuple[str, str]:
+    """(text, finish_reason) the fake model produces for this record."""
+    if "FAKE:invalid" in user_text:
+        return json.dumps({"category": "weather", "priority": "high"}), "stop"
+    if "FAKE:flaky" in user_text and temperature == 0:
+        return '{"category": "billing", "priority":', "length"
+    record = {
+        "category": "billing" if "refund" in user_text.lower() else "technical",
+        "priority": "high",
+        "sentiment": "negative",
+        "product": None,
+        "customer_name": None,
+        "order_id": None,
+        "summary": user_text[:60].strip() or "empty ticket",
+        "requires_refund": "refund" in user_text.lower(),
+        "tags": ["fake"],
+    }
+    if len(record["summary"]) < 5:
+        record["summary"] = (record["summary"] + " ticket")[:60]
+    return json.dumps(record), "stop"
+
+
+class FakeMetrics:
+    def __init__(self):
+        self.done = 0
+        self.generated = 0
+
+    def snapshot(self) -> dict:
+        return {"requests_done": self.done, "generated_tokens": self.generated, "output_tokens_per_s": 0.0,
+                "cache_hit_rate": 0.0, "batch_utilisation": 0.0, "kv_pool_pressure": 0.0,
+                "peak_kv_pool_pressure": 0.0}
+
+
+class FakeEngine:
+    def __init__(self, tokenizer: FakeTokenizer):
+        self.tokenizer = tokenizer
+        self.metrics = FakeMetrics()
+        self.delay = float(os.environ.get("KVX_FAKE_DELAY", "0"))
+        self.seen_requests = []
+
+    def generate(self, requests):
+        window = []
+        for request in requests:
+            self.seen_requests.append(request)
+            window.append(request)
+            if len(window) == 4:
+                yield from self._finish(reversed(window))
+                window = []
+        yield from self._finish(reversed(window))
+
+    def _finish(self, batch):
+        for r in list(batch):
+            if self.delay:
+                time.sleep(self.delay)
+            prompt = self.tokenizer.decode(r.prompt_ids)
+            user = prompt.rsplit("<|im_start|>user\n", 1)[-1]
+            usage = Usage(prompt_tokens=len(r.prompt_ids))
+            self.metrics.done += 1
+            if "FAKE:engine-error" in user:
+                yield Result(r.id, [], "", "error", usage, error="sequence failed in the engine", user_data=r.user_data)
+                continue
+            text, reason = answer(user, r.sampling.temperature)
+            usage.generated_tokens = len(text)
+            self.metrics.generated += len(text)
+            yield Result(r.id, self.tokenizer.encode(text), text, reason, usage, user_data=r.user_data)
+
+
+def fake_runtime(schema: dict, opts: EngineOptions) -> Runtime:
+    tokenizer = FakeTokenizer()
+    return Runtime(tokenizer, FakeEngine(tokenizer), CONTEXT, f"fake:{opts.model}")

@@ -1,0 +1,161 @@
+"""`kvx extract` end to end on the fake engine: rows, statuses, retries, ordering, options, exit codes."""
+import json
+
+import jsonschema
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from kvx_cli_helpers import REPO, TICKET_SCHEMA, assert_one_line_error, read_jsonl, write_jsonl
+
+from kvx.cli.main import main
+
+SAMPLES = REPO / "samples" / "tickets.jsonl"
+SCHEMA = json.loads(TICKET_SCHEMA.read_text())
+pytestmark = pytest.mark.usefixtures("fake_engine")
+
+
+def extract(tmp_path, *args, input=SAMPLES, out="out.jsonl"):
+    out_path = tmp_path / out
+    code = main(["extract", str(input), "--schema", str(TICKET_SCHEMA), "-o", str(out_path), "-q", *map(str, args)])
+    return code, out_path
+
+
+def input_ids(path=SAMPLES):
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+def test_every_input_gives_one_valid_row(tmp_path):
+    code, out = extract(tmp_path)
+    rows = read_jsonl(out)
+    assert code == 0
+    assert sorted(r["id"] for r in rows) == sorted(input_ids())
+    for r in rows:
+        assert r["status"] == "ok" and r["error"] is None and r["attempts"] == 1
+        jsonschema.validate(r["record"], SCHEMA)
+        assert r["usage"]["prompt_tokens"] > 0 and r["usage"]["generated_tokens"] > 0
+
+
+def test_rows_come_as_they_finish_unless_ordered(tmp_path):
+    _, out = extract(tmp_path)
+    assert [r["id"] for r in read_jsonl(out)] != input_ids()  # the fake engine finishes out of order
+    _, out = extract(tmp_path, "--ordered", out="ordered.jsonl")
+    assert [r["id"] for r in read_jsonl(out)] == input_ids()
+
+
+def test_retry_then_invalid_never_dropped(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"id": "a", "text": "Please refund order 123"},
+        {"id": "b", "text": "FAKE:flaky the app crashes"},
+        {"id": "c", "text": "FAKE:invalid what is this"},
+    ])
+    code, out = extract(tmp_path, "--ordered", input=src)
+    rows = {r["id"]: r for r in read_jsonl(out)}
+    assert code == 1
+    assert rows["a"]["status"] == "ok" and rows["a"]["attempts"] == 1
+    assert rows["b"]["status"] == "ok" and rows["b"]["attempts"] == 2  # the sampled retry fixed it
+    jsonschema.validate(rows["b"]["record"], SCHEMA)
+    c = rows["c"]
+    assert c["status"] == "invalid" and c["attempts"] == 3 and c["record"] is None
+    assert c["error"].startswith("line 3 (id c): schema: ") and "\n" not in c["error"]
+    code, _ = extract(tmp_path, "--max-failures", "1", input=src, out="tolerant.jsonl")
+    assert code == 0
+    code, out = extract(tmp_path, "--retries", "0", input=src, out="noretry.jsonl")
+    assert {r["id"]: r["status"] for r in read_jsonl(out)}["b"] == "invalid"
+
+
+def test_bad_input_lines_become_error_rows(tmp_path, capsys):
+    src = tmp_path / "bad.jsonl"
+    src.write_bytes(b"".join([
+        b'{"id": "ok1", "text": "My parcel never arrived, order ORD-1"}\n',
+        b'{"id": "broken", "text": "unterminated\n',
+        b'{"id": "nofield", "body": "text is under another name"}\n',
+        b'\n',
+        b'{"id": "bytes", "text": "caf\xe9 au lait"}\n',
+        b'["an", "array"]\n',
+        json.dumps({"id": "long", "text": "very long ticket " * 400}).encode() + b"\n",
+        b'{"id": "engine", "text": "FAKE:engine-error"}\n',
+        b'{"text": "no id here, refund please"}\n',
+    ]))
+    code, out = extract(tmp_path, input=src)
+    rows = {r["id"]: r for r in read_jsonl(out)}
+    assert code == 1
+    assert set(rows) == {"ok1", "2", "nofield", "5", "6", "long", "engine", "9"}
+    assert rows["ok1"]["status"] == "ok" and rows["9"]["status"] == "ok"
+    expect = {
+        "2": "line 2: not valid JSON",
+        "nofield": "line 3 (id nofield): missing field 'text'",
+        "5": "line 5: not valid UTF-8 (byte 0xe9",
+        "6": "line 6: expected a JSON object",
+        "long": "line 7 (id long): prompt is ",
+        "engine": "line 8 (id engine): sequence failed in the engine",
+    }
+    for rid, start in expect.items():
+        assert rows[rid]["status"] == "error" and rows[rid]["record"] is None
+        assert rows[rid]["error"].startswith(start), rows[rid]["error"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_csv_and_parquet_inputs(tmp_path):
+    import csv
+
+    csv_path = tmp_path / "in.csv"
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["ticket", "body"])
+        w.writerow(["x1", "Line one,\nwith a comma and a newline, refund"])
+        w.writerow(["x2", "second ticket text"])
+    code, out = extract(tmp_path, "--id-field", "ticket", "--field", "body", "--ordered", input=csv_path)
+    rows = read_jsonl(out)
+    assert code == 0 and [r["id"] for r in rows] == ["x1", "x2"]
+    assert rows[0]["record"]["requires_refund"] is True  # the multi-line cell arrived whole
+    code, out = extract(tmp_path, "--ordered", input=REPO / "samples" / "tickets.parquet", out="p.jsonl")
+    assert code == 0 and [r["id"] for r in read_jsonl(out)] == input_ids()
+
+
+def test_parquet_output_has_schema_types(tmp_path):
+    code, out = extract(tmp_path, out="out.parquet")
+    assert code == 0
+    table = pq.read_table(out)
+    assert table.num_rows == 60 and not (tmp_path / "out.parquet.parts").exists()
+    rec = table.schema.field("record").type
+    enum = pa.dictionary(pa.int32(), pa.string())
+    assert rec.field("category").type == enum and rec.field("priority").type == enum
+    assert rec.field("summary").type == pa.string()
+    assert rec.field("requires_refund").type == pa.bool_()
+    assert pa.types.is_list(rec.field("tags").type) and rec.field("tags").type.value_type == pa.string()
+    assert table.schema.field("usage").type.field("prompt_tokens").type == pa.int64()
+    for row in table.to_pylist():
+        jsonschema.validate({k: v for k, v in row["record"].items() if v is not None or k in ("product",)}, SCHEMA)
+
+
+def test_prompt_options_reach_the_engine(tmp_path, monkeypatch):
+    import kvx_fake_runtime
+
+    engines = []
+    real = kvx_fake_runtime.fake_runtime
+    monkeypatch.setattr(kvx_fake_runtime, "fake_runtime", lambda s, o: engines.append(real(s, o)) or engines[-1])
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "subject": "Refund", "body": "Charged twice"},
+                                              {"id": 2, "subject": "Hi"}])
+    (tmp_path / "t.txt").write_text("Subject: {subject}\nBody: {body} {{literal}}")
+    (tmp_path / "sys.txt").write_text("You triage tickets for ACME.")
+    write_jsonl(tmp_path / "ex.jsonl", [{"input": "Where is my order ORD-9?", "output": {
+        "category": "shipping", "priority": "medium", "sentiment": "neutral", "summary": "asks where order is",
+        "requires_refund": False}}])
+    code, out = extract(tmp_path, "--template", tmp_path / "t.txt", "--system", f"@{tmp_path / 'sys.txt'}",
+                        "--examples", tmp_path / "ex.jsonl", "--ordered", input=src)
+    rows = read_jsonl(out)
+    assert code == 1 and [r["status"] for r in rows] == ["ok", "error"]
+    assert rows[1]["error"] == "line 2: missing field 'body'"  # id 2 is line 2: named once
+    engine = engines[0].engine
+    prompt = engine.tokenizer.decode(engine.seen_requests[0].prompt_ids)
+    assert prompt.startswith("<|im_start|>system\nYou triage tickets for ACME.")
+    assert '"SupportTicket"' in prompt  # the schema is described by default
+    assert "Where is my order ORD-9?<|im_end|>\n<|im_start|>assistant\n{\"category\": \"shipping\"" in prompt
+    assert prompt.endswith("Subject: Refund\nBody: Charged twice {literal}<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_stats_file(tmp_path):
+    code, _ = extract(tmp_path, "--stats", tmp_path / "s" / "stats.json")
+    stats = json.loads((tmp_path / "s" / "stats.json").read_text())
+    assert code == 0 and stats["records_done"] == 60 and stats["ok"] == 60 and stats["interrupted"] is False
+    assert {"cache_hit_rate", "batch_utilisation", "kv_pool_pressure"} <= set(stats["engine"])

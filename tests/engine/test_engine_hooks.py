@@ -1,0 +1,108 @@
+"""Sampling reproducibility, the grammar hook (mask + jump-forward), and one-line errors."""
+import pytest
+import torch
+
+from engine_fakes import EOS, VOCAB, config_for, reference_greedy, tiny_loaded
+from kvx.engine import Engine, Request, SamplingParams
+from kvx.engine.sampler import filter_logits
+from kvx.errors import CapacityError
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return tiny_loaded()
+
+
+def sampled(seed, i, temperature=1.0, top_p=0.9, top_k=20):
+    p = SamplingParams(max_tokens=12, temperature=temperature, top_p=top_p, top_k=top_k, seed=seed, ignore_eos=True)
+    return Request(f"s{i}", [3, 1, 4, 1, 5, 9, 2, 6][: 3 + i % 5], p)
+
+
+def test_seeded_sampling_is_reproducible_across_batches(loaded):
+    alone = {r.id: r.token_ids for r in Engine(loaded, config_for(loaded, 200)).generate([sampled(7, 0)])}
+    mixed = [sampled(7, 0)] + [sampled(100 + i, i) for i in range(1, 8)]
+    together = {r.id: r.token_ids for r in Engine(loaded, config_for(loaded, 200, max_seqs=3)).generate(mixed)}
+    assert together["s0"] == alone["s0"]
+    assert len({tuple(together[f"s{i}"]) for i in range(8)}) > 4  # different seeds do differ
+
+
+def test_top_k_one_is_greedy(loaded):
+    greedy = reference_greedy(loaded, [3, 1, 4, 1], 10, stop=set())
+    res = next(Engine(loaded, config_for(loaded, 200)).generate([
+        Request("k", [3, 1, 4, 1], SamplingParams(max_tokens=10, temperature=0.7, top_k=1, seed=1, ignore_eos=True))]))
+    assert res.token_ids == greedy
+
+
+def test_top_p_keeps_the_smallest_covering_set():
+    row = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    kept = torch.isfinite(filter_logits(row, SamplingParams(temperature=1.0, top_p=0.75))).tolist()
+    assert kept == [True, True, False, False]
+    kept = torch.isfinite(filter_logits(row, SamplingParams(temperature=1.0, top_k=3))).tolist()
+    assert kept == [True, True, True, False]
+
+
+class FakeMatcher:
+    """Allows only odd tokens (and EOS once 6 tokens are out); after token 7 forces [11, 13, 15]."""
+
+    def __init__(self, vocab):
+        self.vocab, self.n, self.forced, self.log = vocab, 0, [], []
+
+    def allowed_mask(self):
+        m = torch.zeros(self.vocab, dtype=torch.bool)
+        m[1::2] = True
+        m[EOS] = self.n >= 6
+        return m
+
+    def advance(self, tok):
+        assert tok == EOS or tok % 2 == 1, tok
+        self.log.append(tok)
+        self.n += 1
+
+    def forced_tokens(self):
+        return [11, 13, 15] if self.log and self.log[-1] == 7 else []
+
+
+def test_grammar_mask_and_jump_forward(loaded):
+    # vocab of the tokenizer (VOCAB - 3) smaller than the model's: padded rows must never be chosen
+    prompts = [[1, 2, 3, 7], [9, 8, 7, 6, 5], [4, 4, 4]]
+    reqs = [Request(f"g{i}", p, SamplingParams(max_tokens=25), constraint=lambda: FakeMatcher(VOCAB - 3))
+            for i, p in enumerate(prompts)]
+    model = loaded.model
+    model.forward_calls.clear()
+    results = {r.id: r for r in Engine(loaded, config_for(loaded, 200, batch_tokens=64)).generate(reqs)}
+    total_forced = 0
+    for req in reqs:
+        ref = reference_greedy(loaded, req.prompt_ids, 25, matcher=FakeMatcher(VOCAB - 3))
+        ref = ref[:-1] if ref[-1] == EOS else ref
+        res = results[req.id]
+        assert res.token_ids == ref
+        assert all(t % 2 == 1 and t < VOCAB - 3 for t in res.token_ids)
+        total_forced += res.usage.forced_tokens
+        sevens = sum(1 for i, t in enumerate(res.token_ids[:-3]) if t == 7 and res.token_ids[i + 1 : i + 4] == [11, 13, 15])
+        assert res.usage.forced_tokens >= 3 * sevens
+    assert total_forced > 0, "no request reached the forcing token 7: pick other prompts"
+    # forced tokens go through the model as one extend (query length 4 = sampled 7 + 3 forced)
+    assert any(4 in call for call in model.forward_calls)
+
+
+def test_too_long_prompt_is_an_error_result(loaded):
+    engine = Engine(loaded, config_for(loaded, 400, max_model_len=64))
+    reqs = [Request("long", list(range(1, 61)) + [1] * 10), Request("ok", [1, 2, 3], SamplingParams(max_tokens=3))]
+    results = {r.id: r for r in engine.generate(reqs)}
+    bad = results["long"]
+    assert bad.finish_reason == "error" and "\n" not in bad.error
+    assert "70 tokens" in bad.error and "64" in bad.error
+    assert results["ok"].finish_reason in ("stop", "length")
+
+
+def test_request_bigger_than_the_pool_is_an_error_result(loaded):
+    engine = Engine(loaded, config_for(loaded, 4, block_size=4))  # 16 tokens of KV
+    res = next(engine.generate([Request("big", [1] * 10, SamplingParams(max_tokens=20))]))
+    assert res.finish_reason == "error" and "kv-memory" in res.error
+
+
+def test_pool_below_one_block_raises_capacity_error(loaded):
+    cfg = config_for(loaded, 1, block_size=4)
+    cfg.kv_memory = 10
+    with pytest.raises(CapacityError, match="kv-memory"):
+        Engine(loaded, cfg)

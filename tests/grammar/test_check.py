@@ -1,0 +1,39 @@
+"""`kvx schema check` logic: exit codes and one-line messages."""
+import json
+
+from grammar_fixtures import REPO, smol_tokenizer
+
+from kvx.grammar.check import run_schema_check
+
+
+def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    code = run_schema_check(str(REPO / "schemas" / "ticket.json"), None, True, tokenizer=smol_tokenizer())
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["supported"] and report["dfa_states"] > 10
+    assert report["compile_ms"] > 0 and report["first_mask_ms"] > 0
+
+
+def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
+    cases = {
+        "unique.json": {"type": "array", "uniqueItems": True},
+        "invalid.json": {"type": "objekt"},
+    }
+    for name, schema in cases.items():
+        path = tmp_path / name
+        path.write_text(json.dumps(schema))
+        assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer()) == 2
+        out = capsys.readouterr().out.strip()
+        assert out.startswith("unsupported:") and "\n" not in out
+    assert "uniqueItems" in run_and_capture(capsys, tmp_path / "unique.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"type":\n "object",,}')
+    assert run_schema_check(str(bad), None, False, tokenizer=smol_tokenizer()) == 2
+    assert ":2:" in capsys.readouterr().out
+    assert run_schema_check(str(tmp_path / "missing.json"), None, False, tokenizer=smol_tokenizer()) == 2
+    assert "cannot read" in capsys.readouterr().out
+
+
+def run_and_capture(capsys, path):
+    run_schema_check(str(path), None, True, tokenizer=smol_tokenizer())
+    return json.loads(capsys.readouterr().out)["error"]

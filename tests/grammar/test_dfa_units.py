@@ -1,0 +1,214 @@
+"""Unit tests of the schema -> DFA compiler, each against an independent reference
+(Python's re, int/Decimal comparison, json.dumps, jsonschema)."""
+from __future__ import annotations
+
+import json
+import random
+import re
+from decimal import Decimal
+
+import jsonschema
+import numpy as np
+import pytest
+
+from kvx.grammar import numbers, strings
+from kvx.grammar import regex_ast as ra
+from kvx.grammar.compile import compile_dfa
+from kvx.grammar.determinize import compile_node, minimise, subset_construction, trim
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.nfa import build_nfa
+from kvx.grammar.regex_parse import pattern_ast
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _utf8(ranges):
+    return strings.utf8_class(ranges)
+
+
+@pytest.mark.parametrize("pattern", [r"^[a-c]+x?$", r"ab|^c\d{2,3}$", r"^(a|bc)*$", r"\w\s\W", r"^.{2}$",
+                                     r"^[^abc]{1,2}$", r"^a{2,}b$", r"x\.y", r"^(?:ab)+(?<n>c)$", r"^\x41\u0042[\-z]$"])
+def test_pattern_matches_python_re(pattern):
+    dfa = compile_node(pattern_ast(pattern, _utf8))
+    # Python's $ also matches before a final newline and its \w is Unicode: align with ECMA-262
+    rx = re.compile(pattern.replace("(?<n>", "(?P<n>").replace("$", r"\Z"), re.ASCII)
+    rng = random.Random(pattern)
+    alphabet = "abcxyz.0123 _-\nAB\u00e9"
+    for _ in range(1500):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 6)))
+        assert dfa.accepts(s.encode()) == bool(rx.search(s)), (pattern, s)
+
+
+@pytest.mark.parametrize("pattern", [r"(?=a)", r"(a)\1", r"\bfoo", r"a(?!b)", r"\p{L}"])
+def test_pattern_unsupported_features(pattern):
+    with pytest.raises(UnsupportedSchema, match="pattern"):
+        compile_dfa({"type": "string", "pattern": pattern})
+
+
+@pytest.mark.parametrize("lo,hi", [(None, None), (0, 0), (-5, 7), (13, 987), (-1000, -99), (100, None),
+                                   (None, -3), (9, 10), (0, 1000), (-1, 1)])
+def test_integer_ranges_exhaustive(lo, hi):
+    dfa = compile_node(numbers.int_range(lo, hi))
+    for v in range(-1300, 1300):
+        want = (lo is None or v >= lo) and (hi is None or v <= hi)
+        assert dfa.accepts(str(v).encode()) == want, v
+    assert not dfa.accepts(b"-0") and not dfa.accepts(b"007") and not dfa.accepts(b"")
+
+
+@pytest.mark.parametrize("kw,bound", [("minimum", "1.25"), ("exclusiveMinimum", "1.25"), ("maximum", "-0.5"),
+                                      ("exclusiveMaximum", "3"), ("minimum", "-2.05"), ("maximum", "0")])
+def test_decimal_bounds(kw, bound):
+    schema = {"type": "number", kw: float(bound) if "." in bound else int(bound)}
+    dfa = compile_dfa(schema).dfa
+    b = Decimal(bound)
+    rng = random.Random(kw + bound)
+    for _ in range(3000):
+        v = Decimal(rng.randrange(-400, 400)) / Decimal(10 ** rng.randrange(0, 3))
+        text = format(v, "f")
+        if text.startswith("-") and v == 0:
+            continue
+        want = {"minimum": v >= b, "exclusiveMinimum": v > b, "maximum": v <= b, "exclusiveMaximum": v < b}[kw]
+        assert dfa.accepts(text.encode()) == want, text
+
+
+def test_integer_bounds_from_fractional_limits():
+    dfa = compile_dfa({"type": "integer", "minimum": 1.5, "exclusiveMaximum": 4}).dfa
+    assert [v for v in range(-3, 8) if dfa.accepts(str(v).encode())] == [2, 3]
+
+
+def test_string_length_counts_characters():
+    dfa = compile_dfa({"type": "string", "minLength": 2, "maxLength": 3}).dfa
+    samples = ["a", "ab", "abc", "abcd", "é😀", "\n\"", "a\\b", "\u0001xy", "😀😀😀😀", "\u2028"]
+    for s in samples:
+        for text in (json.dumps(s), json.dumps(s, ensure_ascii=False)):
+            assert dfa.accepts(text.encode()) == (2 <= len(s) <= 3), text
+    assert dfa.accepts(b'"\\u00e9\\ud83d\\ude00"')  # escapes count as one character each
+    assert not dfa.accepts(b'"\\ud83d"')  # lone surrogate never produced
+
+
+FORMAT_SAMPLES = {
+    "date": (["2024-02-29", "1999-12-31", "2000-02-29"], ["2023-02-29", "1900-02-29", "2024-13-01", "2024-1-01"]),
+    "time": (["12:30:00Z", "23:59:60+00:00", "08:00:00.5-05:30"], ["24:00:00Z", "12:30:00", "12:60:00Z"]),
+    "date-time": (["2024-05-01T10:00:00Z", "2024-05-01t10:00:00.123+02:00"], ["2024-05-01 10:00:00Z", "2024-05-01T10:00Z"]),
+    "email": (["joe@example.com", "a.b+c@x.io", "x@[127.0.0.1]"], ["joe", "@x.com", "a..b@x.com", "a@b@c"]),
+    "uuid": (["123e4567-e89b-12d3-a456-426614174000"], ["123e4567e89b12d3a456426614174000", "g23e4567-e89b-12d3-a456-426614174000"]),
+    "ipv4": (["192.168.0.1", "0.0.0.0"], ["256.1.1.1", "1.2.3", "01.2.3.4"]),
+    "ipv6": (["::1", "2001:db8::8a2e:370:7334", "::ffff:1.2.3.4", "1:2:3:4:5:6:7:8"], ["1:2:3:4:5:6:7:8:9", ":::", "12345::"]),
+    "uri": (["https://example.com/a?b=c#d", "urn:isbn:0451450523", "mailto:x@y.z"], ["//example.com", "no scheme", "http://a b"]),
+    "hostname": (["example.com", "a-b.c", "localhost"], ["-a.com", "a..b", "a_b.com", "x" * 64 + ".com"]),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMAT_SAMPLES))
+def test_formats(fmt):
+    dfa = compile_dfa({"type": "string", "format": fmt}).dfa
+    good, bad = FORMAT_SAMPLES[fmt]
+    for s in good:
+        assert dfa.accepts(json.dumps(s).encode()), s
+    for s in bad:
+        assert not dfa.accepts(json.dumps(s).encode()), s
+
+
+def _random_regex(rng, depth=0):
+    leaf = lambda: ra.chars(rng.choice(["a", "b", "ab", "c"]))
+    if depth > 3:
+        return leaf()
+    k = rng.randrange(5)
+    if k == 0:
+        return leaf()
+    if k == 1:
+        return ra.seq(_random_regex(rng, depth + 1), _random_regex(rng, depth + 1))
+    if k == 2:
+        return ra.alt(_random_regex(rng, depth + 1), _random_regex(rng, depth + 1))
+    lo = rng.randrange(3)
+    return ra.rep(_random_regex(rng, depth + 1), lo, rng.choice([None, lo, lo + 2]))
+
+
+def test_minimisation_preserves_language():
+    rng = random.Random(7)
+    for _ in range(40):
+        node = _random_regex(rng)
+        trans, acc, cob = subset_construction(build_nfa(node))
+        full = lambda s: (lambda st: st >= 0 and acc[st])(_run(trans, cob, s))
+        small = compile_node(node)
+        if small is None:
+            assert not any(full(w) for w in _words(rng))
+            continue
+        t2 = trim(trans, acc)
+        assert small.num_states <= t2[0].shape[0]
+        # minimal: minimising again cannot shrink it
+        assert minimise(small.trans, small.accepting)[0].shape[0] == small.num_states
+        for w in _words(rng):
+            assert small.accepts(w) == bool(full(w)), w
+
+
+def _words(rng):
+    return [bytes(rng.choice(b"abcd") for _ in range(rng.randrange(8))) for _ in range(300)]
+
+
+def _run(trans, cob, word):
+    s = 0
+    for b in word:
+        s = int(trans[s, cob[b]])
+        if s < 0:
+            return -1
+    return s
+
+
+def test_dfa_invariants_trimmed():
+    dfa = compile_dfa(json.load(open("schemas/ticket.json"))).dfa
+    n = dfa.num_states
+    live = dfa.accepting.copy()
+    for _ in range(n):
+        nxt = live | ((dfa.trans >= 0) & live[np.maximum(dfa.trans, 0)]).any(axis=1)
+        if (nxt == live).all():
+            break
+        live = nxt
+    assert live.all()
+
+
+def test_objects_order_optional_and_extra_keys():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+              "required": ["b"], "additionalProperties": {"type": "boolean"}}
+    dfa = compile_dfa(schema).dfa
+    v = jsonschema.Draft202012Validator(schema)
+    cases = ['{"b":"x"}', '{"a":1,"b":"x"}', '{"b":"x","a":1}', '{"a":1}', '{"b":"x","z":true}',
+             '{"b":"x","z":1}', '{"b":"x","\\u0061":"s"}', '{}', '{"a":1,"b":"x","y":false,"z":true}']
+    for text in cases:
+        accepted = dfa.accepts(text.encode())
+        if accepted:  # everything accepted validates
+            assert v.is_valid(json.loads(text)), text
+    assert dfa.accepts(b'{"a":1,"b":"x"}') and dfa.accepts(b'{"b":"x","z":true}')
+    assert not dfa.accepts(b'{"b":"x","a":1}')  # order follows `properties`
+    assert not dfa.accepts(b'{"b":"x","\\u0061":"s"}')  # escaped spelling of a declared key
+
+
+def test_flexible_whitespace_is_bounded():
+    dfa = compile_dfa({"type": "array", "items": {"type": "integer"}}, whitespace="flexible", max_ws=2).dfa
+    assert dfa.accepts(b"[ 1 ,\n2 ]") and dfa.accepts(b"  [1]  ")
+    assert not dfa.accepts(b"[   1]")
+    assert not compile_dfa({"type": "array"}).dfa.accepts(b"[ ]")
+
+
+def test_errors_name_keyword_and_pointer():
+    with pytest.raises(UnsupportedSchema, match=r"unsupported keyword 'uniqueItems' at /properties/tags") as e:
+        compile_dfa({"properties": {"tags": {"type": "array", "uniqueItems": True}}})
+    assert e.value.keyword == "uniqueItems" and e.value.pointer == "/properties/tags"
+    with pytest.raises(UnsupportedSchema, match="invalid schema"):
+        compile_dfa({"type": 5})
+    with pytest.raises(UnsupportedSchema, match="too large"):
+        compile_dfa({"type": "array", "items": {"type": "string", "maxLength": 5000}})
+
+
+def test_lenient_records_post_checks():
+    c = compile_dfa({"properties": {"tags": {"type": "array", "uniqueItems": True}}}, lenient=True)
+    assert c.post_checks == ["/properties/tags/uniqueItems"] and "uniqueItems" in c.warnings[0]
+    assert c.dfa.accepts(b'{"tags":[1,1]}')
+
+
+def test_recursion_is_unrolled_to_max_depth():
+    schema = {"$defs": {"n": {"type": "object", "properties": {"k": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+                              "additionalProperties": False}}, "$ref": "#/$defs/n"}
+    dfa = compile_dfa(schema, max_depth=2).dfa
+    assert dfa.accepts(b'{"k":[{"k":[]}]}')
+    assert not dfa.accepts(b'{"k":[{"k":[{"k":[]}]}]}')

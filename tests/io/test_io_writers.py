@@ -1,0 +1,119 @@
+"""Writers: typed Parquet columns from JSON Schema, and the crash states --resume must survive."""
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kvx.io.arrow_schema import column_for
+from kvx.io.parquet_writer import MERGED_KEY, ParquetWriter, merge_parts, parts_dir
+from kvx.io.records import OutputRow, RowUsage
+from kvx.io.writers import done_ids, open_output
+
+REPO = Path(__file__).resolve().parents[2]
+ENUM = pa.dictionary(pa.int32(), pa.string())
+
+
+def test_column_types_from_schemas():
+    inv = column_for(json.loads((REPO / "schemas" / "invoice.json").read_text())).type
+    assert inv.field("issue_date").type == pa.string()
+    assert inv.field("currency").type == ENUM
+    assert inv.field("seller").type.field("email").type == pa.string()
+    item = inv.field("line_items").type.value_type
+    assert item.field("quantity").type == pa.int64() and item.field("unit_price").type == pa.float64()
+    assert inv.field("tax_rate_percent").type == pa.float64()  # ["number", "null"]
+    plan = column_for(json.loads((REPO / "schemas" / "sql_query_plan.json").read_text())).type
+    assert plan.field("limit").type == pa.int64() and plan.field("intent").type == pa.string()
+    assert plan.field("filters").type.value_type.field("value").type == pa.string()  # mixed anyOf: JSON text
+    assert plan.field("order_by").type.field("direction").type == ENUM
+
+
+def test_mixed_and_free_form_values_kept_as_json_text():
+    col = column_for({"type": "object", "properties": {
+        "v": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "n": {"anyOf": [{"type": "integer"}, {"type": "number"}]},
+        "free": {"type": "object"},
+        "big": {"type": "integer"}}})
+    assert col.convert({"v": 3, "n": 2, "free": {"a": [1]}, "big": 2**70}) == {
+        "v": "3", "n": 2.0, "free": '{"a": [1]}', "big": None}
+
+
+def rows(ids, status="ok"):
+    rec = {"category": "billing", "priority": "low", "sentiment": "neutral", "summary": "short text",
+           "requires_refund": False, "tags": ["x"]}
+    return [OutputRow(i, status, rec if status == "ok" else None, None, 1, RowUsage(5, 2, 9)) for i in ids]
+
+
+SCHEMA = json.loads((REPO / "schemas" / "ticket.json").read_text())
+
+
+def test_parquet_parts_merge_and_resume(tmp_path):
+    out = tmp_path / "o.parquet"
+    w = open_output(str(out), SCHEMA)
+    for r in rows(["a", "b"]):
+        w.add(r)
+    assert w.commit() == 2 and len(list(parts_dir(out).glob("part-*.parquet"))) == 1
+    for r in rows(["c"], "error"):
+        w.add(r)
+    w.commit()
+    # crash here: parts exist, no merged file yet
+    assert done_ids(str(out)) == {"a", "b", "c"}
+    w2 = open_output(str(out), SCHEMA, resume=True)
+    for r in rows(["d"]):
+        w2.add(r)
+    w2.close()
+    t = pq.read_table(out)
+    assert sorted(t.column("id").to_pylist()) == ["a", "b", "c", "d"] and not parts_dir(out).exists()
+    assert t.schema.field("record").type.field("category").type == ENUM
+    assert t.to_pylist()[0]["usage"] == {"prompt_tokens": 5, "cached_tokens": 2, "generated_tokens": 9}
+
+
+def test_crash_between_merge_rename_and_part_cleanup(tmp_path):
+    out = tmp_path / "o.parquet"
+    w = ParquetWriter(str(out), column_for(SCHEMA))
+    for r in rows(["a", "b"]):
+        w.add(r)
+    w.commit()
+    kept = {p.name: p.read_bytes() for p in parts_dir(out).glob("*")}
+    merge_parts(out, w.schema)
+    parts_dir(out).mkdir()  # simulate: renamed into place, killed before the parts were deleted
+    for name, data in kept.items():
+        (parts_dir(out) / name).write_bytes(data)
+    (parts_dir(out) / "part-x-000009.parquet.tmp").write_bytes(b"half a file")
+    assert json.loads(pq.read_schema(out).metadata[MERGED_KEY]) == list(kept)
+    assert done_ids(str(out)) == {"a", "b"}
+    assert list(parts_dir(out).iterdir()) == []  # merged parts and the torn tmp are gone
+    w2 = ParquetWriter(str(out), column_for(SCHEMA), resume=True)
+    w2.close()
+    assert sorted(pq.read_table(out).column("id").to_pylist()) == ["a", "b"]  # never duplicated
+
+
+def test_jsonl_torn_tail_is_cut_on_resume(tmp_path):
+    out = tmp_path / "o.jsonl"
+    w = open_output(str(out), SCHEMA)
+    for r in rows(["a", "b"]):
+        w.add(r)
+    w.close()
+    with open(out, "ab") as f:
+        f.write(b'{"id": "c", "status": "o')  # killed mid-write
+    assert done_ids(str(out)) == {"a", "b"}
+    assert out.read_bytes().endswith(b"}\n")
+    w = open_output(str(out), SCHEMA, resume=True)
+    for r in rows(["c"]):
+        w.add(r)
+    w.close()
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a", "b", "c"]
+
+
+def test_fresh_run_replaces_old_output(tmp_path):
+    out = tmp_path / "o.parquet"
+    w = open_output(str(out), SCHEMA)
+    for r in rows(["a"]):
+        w.add(r)
+    w.close()
+    w = open_output(str(out), SCHEMA)  # no --resume: start over
+    assert not out.exists()
+    w.close()
+    assert pq.read_table(out).num_rows == 0
