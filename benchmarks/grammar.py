@@ -35,12 +35,18 @@ def _pct(xs, q):
     return float(np.percentile(np.array(xs) * 1e6, q)) if xs else float("nan")
 
 
+PLAIN = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 {}[],:.-\"")
+
+
 def record_tokens(grammar, seed=0):
+    """A valid record, preferring plain ASCII tokens so every peer's grammar also accepts it."""
     rng = random.Random(seed)
+    plain = np.array([bool(tb) and set(tb) <= PLAIN for tb in grammar.vocab.token_bytes])
     m = grammar.matcher(max_tokens=grammar.matcher().min_tokens_to_finish() + 40)
     ids = []
     while not m.is_finished():
-        allowed = np.flatnonzero(m.allowed_mask().numpy())
+        mask = m.allowed_mask().numpy()
+        allowed = np.flatnonzero(mask & plain) if (mask & plain).any() else np.flatnonzero(mask)
         tid = int(allowed[rng.randrange(len(allowed))])
         m.advance(tid)
         ids.append(tid)
