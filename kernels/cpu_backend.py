@@ -44,22 +44,52 @@ def shared_prefix_blocks(tables: torch.Tensor, seq_lens: list[int], block_size: 
     return min(int(same.sum()), (min(seq_lens) - 1) // block_size)
 
 
-def decode_attention(q: torch.Tensor, kv: LayerKV, tables: torch.Tensor, seq_lens: list[int], scale: float) -> torch.Tensor:
+@dataclasses.dataclass
+class StepPlan:
+    """What the attention of one step needs from the metadata alone: the same for all layers, so it
+    is built once per step (the first layer) instead of once per layer."""
+
+    decode_rows: torch.Tensor | None  # rows of q that are decode queries (None: use the reference)
+    decode_tables: torch.Tensor | None  # [B, width] block ids past the shared prefix
+    valid: torch.Tensor | None  # [B, width * block_size] key positions inside each sequence
+    shared: torch.Tensor | None  # [c] block ids every decoding sequence shares (None if c == 0)
+    ext_rows: torch.Tensor | None  # rows of extend queries
+    ext_meta: AttentionMetadata | None  # the metadata with decode rows masked out
+
+    @staticmethod
+    def build(meta: AttentionMetadata, block_size: int) -> "StepPlan":
+        qlens = meta.query_lens_cpu
+        decode = [i for i, n in enumerate(qlens) if n == 1]
+        if len(decode) < 2:
+            return StepPlan(None, None, None, None, None, None)
+        starts = meta.query_start_loc[:-1]
+        ext_rows = ext_meta = None
+        if len(decode) < len(qlens):  # extend rows: the reference path, decode rows masked out of it
+            ext_lens = [0 if n == 1 else n for n in qlens]
+            ext_rows = torch.cat([torch.arange(int(starts[i]), int(starts[i]) + n) for i, n in enumerate(qlens) if n > 1])
+            ext_meta = dataclasses.replace(meta, query_lens_cpu=ext_lens, max_query_len=max(ext_lens))
+        idx = torch.tensor(decode)
+        tables = meta.block_tables[idx]
+        lens = [meta.seq_lens_cpu[i] for i in decode]
+        c = shared_prefix_blocks(tables, lens, block_size)
+        width = (max(lens) + block_size - 1) // block_size - c
+        valid = torch.arange(width * block_size)[None, :] < (torch.tensor(lens) - c * block_size)[:, None]
+        shared = tables[0, :c].long() if c else None
+        return StepPlan(starts[idx].long(), tables[:, c : c + width].long(), valid, shared, ext_rows, ext_meta)
+
+
+def decode_attention(q: torch.Tensor, kv: LayerKV, plan: StepPlan, scale: float) -> torch.Tensor:
     """q [B, Hq, D] (one query per sequence, at its last position) -> [B, Hq, D]."""
     b, hq, d = q.shape
-    bs, hkv = kv.block_size, kv.k.shape[2]
+    hkv = kv.k.shape[2]
     g = hq // hkv
     qg = q.float().view(b, hkv, g, d) * scale  # [B, Hkv, G, D]
-    c = shared_prefix_blocks(tables, seq_lens, bs)
-    lens = torch.tensor(seq_lens)
-    width = (max(seq_lens) + bs - 1) // bs - c
-    ks, vs = gather_blocks(kv, tables[:, c : c + width].long())  # [B, W, bs, Hkv, D]
+    ks, vs = gather_blocks(kv, plan.decode_tables)  # [B, W, bs, Hkv, D]
     ks = ks.flatten(1, 2).permute(0, 2, 1, 3)  # [B, Hkv, L, D]
     vs = vs.flatten(1, 2).permute(0, 2, 1, 3)
-    valid = torch.arange(width * bs)[None, :] < (lens - c * bs)[:, None]  # [B, L]
-    o, m, l = _partial(qg, ks, vs, valid[:, None, None, :])
-    if c:
-        kc, vc = gather_blocks(kv, tables[0, :c].long())  # [c, bs, Hkv, D]
+    o, m, l = _partial(qg, ks, vs, plan.valid[:, None, None, :])
+    if plan.shared is not None:
+        kc, vc = gather_blocks(kv, plan.shared)  # [c, bs, Hkv, D]
         kc = kc.flatten(0, 1).permute(1, 0, 2)  # [Hkv, Lc, D]
         vc = vc.flatten(0, 1).permute(1, 0, 2)
         qc = qg.permute(1, 0, 2, 3).reshape(hkv, b * g, d)  # every query of a kv head in one matmul
@@ -74,27 +104,32 @@ def decode_attention(q: torch.Tensor, kv: LayerKV, tables: torch.Tensor, seq_len
 class CpuBackend(TorchBackend):
     name = "cpu"
 
+    def __init__(self):
+        self._plan_meta: AttentionMetadata | None = None
+        self._plan: StepPlan | None = None
+        self._slots: torch.Tensor | None = None
+        self._slots_direct = False
+
+    def _plan_for(self, meta: AttentionMetadata, block_size: int) -> StepPlan:
+        if meta is not self._plan_meta:  # a new step: every layer after the first reuses the plan
+            self._plan_meta, self._plan = meta, StepPlan.build(meta, block_size)
+        return self._plan
+
     def store_kv(self, k, v, kv: LayerKV, slot_mapping):
-        if kv.quantized or bool((slot_mapping < 0).any()):
+        if slot_mapping is not self._slots:  # a new step: check for skipped (-1) slots once, not per layer
+            self._slots, self._slots_direct = slot_mapping, not bool((slot_mapping < 0).any())
+        if kv.quantized or not self._slots_direct:
             return super().store_kv(k, v, kv, slot_mapping)
         nb, bs = kv.k.shape[:2]
         kv.k.view(nb * bs, *kv.k.shape[2:]).index_copy_(0, slot_mapping, k.to(kv.k.dtype))
         kv.v.view(nb * bs, *kv.v.shape[2:]).index_copy_(0, slot_mapping, v.to(kv.v.dtype))
 
     def attention(self, q, kv: LayerKV, meta: AttentionMetadata, scale: float):
-        qlens = meta.query_lens_cpu
-        decode = [i for i, n in enumerate(qlens) if n == 1]
-        if len(decode) < 2:
+        plan = self._plan_for(meta, kv.block_size)
+        if plan.decode_rows is None:
             return paged_attention_ref(q, kv, meta, scale)
-        starts = meta.query_start_loc[:-1]
         out = torch.empty_like(q)
-        if len(decode) < len(qlens):  # extend rows: the reference path, decode rows masked out of it
-            ext_lens = [0 if n == 1 else n for n in qlens]
-            rows = torch.cat([torch.arange(int(starts[i]), int(starts[i]) + n) for i, n in enumerate(qlens) if n > 1])
-            sub = dataclasses.replace(meta, query_lens_cpu=ext_lens, max_query_len=max(ext_lens))
-            out[rows] = paged_attention_ref(q[rows], kv, sub, scale)
-        idx = torch.tensor(decode)
-        rows = starts[idx].long()
-        lens = [meta.seq_lens_cpu[i] for i in decode]
-        out[rows] = decode_attention(q[rows], kv, meta.block_tables[idx], lens, scale)
+        if plan.ext_rows is not None:
+            out[plan.ext_rows] = paged_attention_ref(q[plan.ext_rows], kv, plan.ext_meta, scale)
+        out[plan.decode_rows] = decode_attention(q[plan.decode_rows], kv, plan, scale)
         return out

@@ -14,6 +14,7 @@ import torch
 
 from kvx.errors import ModelError
 from kvx.models.base import ModelConfig
+from kvx.models.weight_layout import SourceNames, fuse_weights
 
 SUPPORTED_ARCHS = ("llama", "mistral", "qwen2", "qwen3")
 GGUF_MAGIC = b"GGUF"
@@ -123,14 +124,24 @@ def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, dim, 2, *w.shape[1:]).swapaxes(2, 1).reshape(w.shape)
 
 
-_RENAME = {
-    "attn_norm.weight": "attn_norm.weight",
-    "attn_output.weight": "o_proj.weight",
-    "ffn_norm.weight": "mlp_norm.weight",
-    "ffn_down.weight": "down.weight",
-    "attn_q_norm.weight": "q_norm.weight",
-    "attn_k_norm.weight": "k_norm.weight",
-}
+GGUF_NAMES = SourceNames(
+    embed="token_embd.weight",
+    norm="output_norm.weight",
+    lm_head="output.weight",
+    layer="blk.{i}.",
+    qkv="attn_{x}.weight",
+    qkv_bias="attn_{x}.bias",
+    gate="ffn_gate.weight",
+    up="ffn_up.weight",
+    per_layer={
+        "attn_norm.weight": "attn_norm.weight",
+        "attn_output.weight": "o_proj.weight",
+        "ffn_norm.weight": "mlp_norm.weight",
+        "ffn_down.weight": "down.weight",
+        "attn_q_norm.weight": "q_norm.weight",
+        "attn_k_norm.weight": "k_norm.weight",
+    },
+)
 
 
 def read_weights(reader, config: ModelConfig, path: Path) -> dict[str, torch.Tensor]:
@@ -138,7 +149,7 @@ def read_weights(reader, config: ModelConfig, path: Path) -> dict[str, torch.Ten
     raw, _ = gguf_arch(reader)
     src = {t.name: t for t in reader.tensors}
 
-    def get(name: str) -> np.ndarray:
+    def get(name: str) -> torch.Tensor:
         if name not in src:
             raise ModelError(f"{path}: GGUF file has no tensor {name}")
         try:
@@ -147,22 +158,10 @@ def read_weights(reader, config: ModelConfig, path: Path) -> dict[str, torch.Ten
             raise ModelError(f"{path}: cannot dequantize {name} ({src[name].tensor_type.name}: {_first_line(e)})") from None
         if raw == "llama" and (".attn_q." in name or ".attn_k." in name):
             w = _unpermute(w, config.num_heads if ".attn_q." in name else config.num_kv_heads)
-        return w
+        # np.array copies into owned, writable memory (F32 tensors are read-only views of the mmap)
+        return torch.from_numpy(np.array(w, dtype=np.float32, order="C"))
 
-    out = {"embed.weight": get("token_embd.weight"), "norm.weight": get("output_norm.weight")}
-    if not config.tie_word_embeddings:
-        out["lm_head.weight"] = get("output.weight")
-    for i in range(config.num_layers):
-        b, p = f"blk.{i}.", f"layers.{i}."
-        out[p + "qkv.weight"] = np.concatenate([get(b + f"attn_{x}.weight") for x in "qkv"])
-        if config.attention_bias:
-            out[p + "qkv.bias"] = np.concatenate([get(b + f"attn_{x}.bias") for x in "qkv"])
-        out[p + "gate_up.weight"] = np.concatenate([get(b + "ffn_gate.weight"), get(b + "ffn_up.weight")])
-        for g, ours in _RENAME.items():
-            if b + g in src:
-                out[p + ours] = get(b + g)
-    # np.array copies into owned, writable memory (F32 tensors are read-only views of the mmap)
-    return {k: torch.from_numpy(np.array(v, dtype=np.float32, order="C")) for k, v in out.items()}
+    return fuse_weights(GGUF_NAMES, config, get, lambda name: name in src)
 
 
 def build_tokenizer_files(path: Path, out_dir: Path) -> None:

@@ -9,6 +9,7 @@ import torch
 
 from kvx.errors import ModelError
 from kvx.models.base import ModelConfig
+from kvx.models.weight_layout import SourceNames, fuse_weights
 from kvx.models.gguf_loader import SUPPORTED_ARCHS
 
 
@@ -89,14 +90,24 @@ def _load_safetensors(folder: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-_RENAME = {
-    "input_layernorm.weight": "attn_norm.weight",
-    "post_attention_layernorm.weight": "mlp_norm.weight",
-    "self_attn.o_proj.weight": "o_proj.weight",
-    "self_attn.q_norm.weight": "q_norm.weight",
-    "self_attn.k_norm.weight": "k_norm.weight",
-    "mlp.down_proj.weight": "down.weight",
-}
+HF_NAMES = SourceNames(
+    embed="model.embed_tokens.weight",
+    norm="model.norm.weight",
+    lm_head="lm_head.weight",
+    layer="model.layers.{i}.",
+    qkv="self_attn.{x}_proj.weight",
+    qkv_bias="self_attn.{x}_proj.bias",
+    gate="mlp.gate_proj.weight",
+    up="mlp.up_proj.weight",
+    per_layer={
+        "input_layernorm.weight": "attn_norm.weight",
+        "post_attention_layernorm.weight": "mlp_norm.weight",
+        "self_attn.o_proj.weight": "o_proj.weight",
+        "self_attn.q_norm.weight": "q_norm.weight",
+        "self_attn.k_norm.weight": "k_norm.weight",
+        "mlp.down_proj.weight": "down.weight",
+    },
+)
 
 
 def read_weights(folder: Path, config: ModelConfig) -> dict[str, torch.Tensor]:
@@ -107,19 +118,7 @@ def read_weights(folder: Path, config: ModelConfig) -> dict[str, torch.Tensor]:
             raise ModelError(f"{folder}: safetensors weights have no tensor {name}")
         return src[name].float()
 
-    out = {"embed.weight": get("model.embed_tokens.weight"), "norm.weight": get("model.norm.weight")}
-    if not config.tie_word_embeddings:
-        out["lm_head.weight"] = get("lm_head.weight")
-    for i in range(config.num_layers):
-        h, p = f"model.layers.{i}.", f"layers.{i}."
-        out[p + "qkv.weight"] = torch.cat([get(h + f"self_attn.{x}_proj.weight") for x in "qkv"])
-        if config.attention_bias:
-            out[p + "qkv.bias"] = torch.cat([get(h + f"self_attn.{x}_proj.bias") for x in "qkv"])
-        out[p + "gate_up.weight"] = torch.cat([get(h + "mlp.gate_proj.weight"), get(h + "mlp.up_proj.weight")])
-        for theirs, ours in _RENAME.items():
-            if h + theirs in src:
-                out[p + ours] = get(h + theirs)
-    return out
+    return fuse_weights(HF_NAMES, config, get, lambda name: name in src)
 
 
 def load_hf_tokenizer(folder: Path) -> Any:
