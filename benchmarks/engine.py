@@ -107,6 +107,7 @@ def main() -> None:
     ap.add_argument("--tail-tokens", type=int, default=150)
     ap.add_argument("--kv-memory", type=parse_bytes, default=parse_bytes("2GiB"))
     ap.add_argument("--kv-dtype", default="auto")
+    ap.add_argument("--dtype", default="auto", help="kvx weights: auto, float32, bfloat16 (the peer stays float32)")
     ap.add_argument("--attention", default="auto")
     ap.add_argument("--batch-tokens", type=int, default=8192)
     ap.add_argument("--max-seqs", type=int, default=128)
@@ -115,10 +116,12 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    loaded = load_model(None, dtype="float32")
+    loaded = load_model(None, dtype=args.dtype)
     prompts = build_prompts(loaded.tokenizer, args.n, args.prefix_tokens, args.tail_tokens)
     shared = common_prefix(prompts)
     mean_len = sum(map(len, prompts)) / len(prompts)
+    print(f"kvx weights {str(loaded.dtype).removeprefix('torch.')}, activations "
+          f"{str(loaded.activation_dtype).removeprefix('torch.')}; torch threads {torch.get_num_threads()}")
     print(f"{len(prompts)} requests: shared prefix {shared} tokens, mean prompt {mean_len:.0f} tokens, "
           f"{args.max_new} new tokens each (EOS ignored), greedy", flush=True)
 

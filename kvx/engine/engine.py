@@ -34,12 +34,35 @@ def resolve_kv_dtype(name: str, model_dtype: torch.dtype) -> torch.dtype:
     return _KV_DTYPES[name]
 
 
-def attach_backend(model: torch.nn.Module, name: str) -> None:
+def model_device(model: torch.nn.Module) -> torch.device:
+    """Where the model's weights live. LlamaModel keeps its weights as plain tensor attributes (not
+    nn.Parameters), so `model.parameters()` is empty: ask an explicit `device` attribute, then the
+    embedding tensor, then parameters/buffers, then any tensor attribute; CPU if it holds none."""
+    dev = getattr(model, "device", None)
+    if isinstance(dev, (torch.device, str)):
+        return torch.device(dev)
+    embed = getattr(model, "embed", None)
+    if isinstance(embed, torch.Tensor):
+        return embed.device
+    for t in (*model.parameters(), *model.buffers(), *vars(model).values()):
+        if isinstance(t, torch.Tensor):
+            return t.device
+    return torch.device("cpu")
+
+
+def resolve_attention(name: str, device: torch.device) -> str:
+    """EngineConfig.attention -> backend name: "auto" is triton on a CUDA model, else the batched CPU backend."""
+    if name == "auto":
+        return "triton" if device.type == "cuda" else "cpu"
+    return name
+
+
+def attach_backend(model: torch.nn.Module, name: str, device: torch.device | None = None) -> None:
     """Point the model's attention at kernels.get_backend(name) (EngineConfig.attention).
 
-    "auto" without CUDA means the batched CPU backend (kernels.cpu_backend), not the reference."""
-    if name == "auto" and not torch.cuda.is_available():
-        name = "cpu"
+    "auto" follows the model's device (resolve_attention): triton on CUDA, else the batched CPU
+    backend (kernels.cpu_backend), not the reference."""
+    name = resolve_attention(name, device if device is not None else model_device(model))
     try:
         backend = kernels.get_backend(name)
     except ValueError as e:
@@ -63,9 +86,9 @@ class Engine:
         self.vocab_size = mc.vocab_size
         self.max_model_len = config.max_model_len or mc.max_position_embeddings
         self.eos_ids = frozenset(mc.eos_token_ids or getattr(self.tokenizer, "eos_token_ids", []))
-        attach_backend(model.model, config.attention)
-        device = next(model.model.parameters(), torch.empty(0)).device
-        kv_dtype = resolve_kv_dtype(config.kv_dtype, model.dtype)
+        self.device = device = model_device(model.model)
+        attach_backend(model.model, config.attention, device)
+        kv_dtype = resolve_kv_dtype(config.kv_dtype, model.activation_dtype)
         self.blocks, self.bytes_per_block = BlockManager.for_model(config, mc, kv_dtype, device)
         self.cache = RadixCache(self.blocks) if config.enable_prefix_cache else None
         self.kv_cache = KVCache(

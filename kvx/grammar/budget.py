@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvx.grammar.dfa import DFA
+from kvx.grammar.network import neighbours
 from kvx.grammar.vocab import TokenVocab
 
 INF = np.int32(1 << 30)
@@ -28,10 +29,17 @@ def byte_class_reps(trans: np.ndarray, usable: np.ndarray) -> np.ndarray:
     return np.array([b for b in first if usable[b]], dtype=np.int64)
 
 
-def byte_distances(trans: np.ndarray, accepting: np.ndarray, usable: np.ndarray) -> np.ndarray:
-    """Fewest bytes (each from `usable`) from every state to an accepting one; INF if none."""
+def byte_distances(trans: np.ndarray, accepting: np.ndarray, usable: np.ndarray,
+                   class_of_byte: np.ndarray | None = None) -> np.ndarray:
+    """Fewest bytes (each from `usable`) from every state to an accepting one; INF if none.
+    `class_of_byte`: a known partition of the bytes into identical columns (saves hashing them)."""
     num = trans.shape[0]
-    reps = byte_class_reps(trans, usable)
+    if class_of_byte is None:
+        reps = byte_class_reps(trans, usable)
+    else:
+        cls = np.where(usable, class_of_byte, -1)
+        _, first = np.unique(cls, return_index=True)
+        reps = np.array([b for b in first if usable[b]], dtype=np.int64)
     dst = trans[:, reps].ravel()
     src = np.repeat(np.arange(num, dtype=np.int32), len(reps))
     live = dst >= 0
@@ -44,12 +52,7 @@ def byte_distances(trans: np.ndarray, accepting: np.ndarray, usable: np.ndarray)
     dist[frontier] = 0
     level = 0
     while len(frontier):
-        cnt = counts[frontier]
-        total = int(cnt.sum())
-        if not total:
-            break
-        offsets = np.repeat(starts[frontier] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
-        cand = preds[offsets]
+        cand = neighbours(frontier, starts, counts, preds)
         cand = np.unique(cand[dist[cand] == INF])
         level += 1
         dist[cand] = level
@@ -85,7 +88,7 @@ class TokenDistances:
         self.byte_dist = byte_dist
         self.usable = vocab.single_byte_tokens()
         self.prefixes = token_prefixes(vocab)
-        self.longest = max((len(tb) for tb in vocab.token_bytes if tb), default=1)
+        self.longest = vocab.longest
         self.memo = np.where(dfa.accepting, 0, -1).astype(np.int32)
         self._byte_dist_ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
 

@@ -1,12 +1,13 @@
 """Public entry of the schema compiler: JSON Schema -> trimmed, minimised byte-level DFA."""
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass, field
 
 import jsonschema
 
-from kvx.grammar.determinize import compile_node
+from kvx.grammar.network import fast_compile
 from kvx.grammar.dfa import DFA
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.nfa import TooLarge
@@ -46,11 +47,21 @@ def compile_dfa(schema: dict, *, whitespace: str = "compact", max_ws: int = 2, m
     if max_depth < 1 or max_ws < 0:
         raise UnsupportedSchema("max_depth must be >= 1 and max_ws >= 0")
     t0 = time.perf_counter()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # the build allocates many short-lived containers: collections would rescan them all
+    try:
+        return _compile(schema, whitespace, max_ws, max_depth, lenient, max_states, t0)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _compile(schema, whitespace, max_ws, max_depth, lenient, max_states, t0) -> CompiledSchema:
     _check_valid(schema)
     builder = SchemaToRegex(schema, Options(whitespace, max_ws, max_depth, lenient, max_states))
     node = builder.document()
     try:
-        dfa = compile_node(node, max_states)
+        dfa = fast_compile(node, max_states)
     except TooLarge:
         raise UnsupportedSchema("schema too large for the automaton at /", None, "") from None
     if dfa is None:

@@ -62,39 +62,7 @@ def is_prefix_code(d: DFA) -> bool:
 def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """x{lo,hi} for a prefix-code DFA x with one accepting state and no empty word, built
     directly as counter copies (the NFA route is quadratic in the count for such bounds)."""
-    (final,) = np.flatnonzero(x.accepting)
-    inner = [q for q in range(x.num_states) if q != final]
-    pos = {q: i for i, q in enumerate(inner)}
-    m = len(inner)
-    copies = (hi if hi is not None else lo) + 1  # copy i = i characters done
-    if copies * m > max_states:
-        raise TooLarge(f"more than {max_states} DFA states")
-    base = np.full((m, 256), -1, dtype=np.int64)  # local target within a copy
-    done = np.zeros((m, 256), dtype=bool)  # byte completes a character
-    for q in inner:
-        row = x.trans[q]
-        for b in np.flatnonzero(row >= 0):
-            t = int(row[b])
-            if t == final:
-                done[pos[q], b] = True
-            else:
-                base[pos[q], b] = pos[t]
-    trans = np.full((copies * m, 256), -1, dtype=np.int64)
-    for i in range(copies):
-        blk = trans[i * m:(i + 1) * m]
-        blk[base >= 0] = base[base >= 0] + i * m
-        if i + 1 < copies:
-            blk[done] = (i + 1) * m + pos[x.start]
-        elif hi is None:  # stay in the last copy: lo or more characters
-            blk[done] = i * m + pos[x.start]
-    accepting = np.zeros(copies * m, dtype=bool)
-    for i in range(lo, copies):
-        accepting[i * m + pos[x.start]] = True
-    start = pos[x.start]
-    if hi is not None:  # the last copy's inner states (other than its start) lead nowhere
-        trans[(copies - 1) * m:, :] = -1
-    trimmed = trim(trans.astype(np.int32), accepting, start)
-    if trimmed is None:
-        return None
-    t, a, s = trimmed
-    return DFA(trans=t, accepting=a, start=s)
+    from kvx.grammar.network import compact, repeat_char
+
+    c = repeat_char(compact(x), lo, hi, max_states)
+    return None if c is None else c.expand()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kvx.grammar.budget import token_prefixes
 from kvx.grammar.dfa import DFA
 from kvx.grammar.matcher import Matcher
 from kvx.grammar.token_fsm import TokenFSM, token_matrix
@@ -61,6 +62,16 @@ class Grammar:
         return [t * 1e3 for t in self.fsm.first_visit_s]
 
 
+@lru_cache(maxsize=1)
+def _warm_compiler() -> None:
+    """Once per process: imports (jsonschema) and the schema-independent one-character automaton."""
+    from kvx.grammar import formats, regex_parse  # noqa: F401
+    from kvx.grammar.compile import compile_dfa  # noqa: F401
+    from kvx.grammar.network import any_char
+
+    any_char()
+
+
 def compile_schema(
     schema: dict,
     tokenizer,
@@ -75,6 +86,10 @@ def compile_schema(
     t0 = time.perf_counter()
     vocab = vocab_for(tokenizer)
     token_matrix(vocab)
+    vocab.single_byte_tokens(), vocab.longest
+    token_prefixes(vocab)  # per-tokenizer tables, cached in memory by vocab hash
+    _warm_compiler()
+
     prep_ms = (time.perf_counter() - t0) * 1e3
     t1 = time.perf_counter()
     options = {"whitespace": whitespace, "max_ws": max_ws, "max_depth": max_depth, "lenient": lenient}

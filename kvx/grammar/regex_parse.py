@@ -286,9 +286,9 @@ def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
 
 @lru_cache(maxsize=256)
 def _pattern_dfa(pattern: str, max_states: int):
-    from kvx.grammar.determinize import compile_node
+    from kvx.grammar.network import fast_compile
 
-    return compile_node(pattern_ast(pattern), max_states)
+    return fast_compile(pattern_ast(pattern), max_states)
 
 
 def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):

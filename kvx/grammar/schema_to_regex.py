@@ -18,6 +18,7 @@ from kvx.grammar import charset as cs
 from kvx.grammar import numbers, strings
 from kvx.grammar import regex_ast as ra
 from kvx.grammar.determinize import compile_node
+from kvx.grammar.network import fast_compile
 from kvx.grammar.dfa_ops import product, repeat
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.nfa import TooLarge
@@ -113,7 +114,7 @@ class SchemaToRegex:
             alts = self._dnf(pointers, refs)
             node = ra.alt(*(self._alternative(p, r, depth) for p, r in alts))
             if generic:  # reused everywhere: compile once, embed the minimal DFA
-                dfa = compile_node(node, self.opt.max_states)
+                dfa = fast_compile(node, self.opt.max_states)
                 node = ra.NOTHING if dfa is None else ra.Embed(dfa)
         except TooLarge:
             raise UnsupportedSchema(f"schema too large for the automaton at {show(where)}",
@@ -293,9 +294,9 @@ class SchemaToRegex:
             return numbers.ANY_NUMBER
         langs = []
         if lo is not None:
-            langs.append(compile_node(numbers.decimal_ge(*lo)))
+            langs.append(fast_compile(numbers.decimal_ge(*lo)))
         if hi is not None:
-            langs.append(compile_node(numbers.decimal_le(*hi)))
+            langs.append(fast_compile(numbers.decimal_le(*hi)))
         return self._intersect(langs)
 
     def _intersect(self, dfas: list) -> ra.Node:
@@ -325,10 +326,12 @@ class SchemaToRegex:
                     dfas.append(d)
         if hi is not None and hi < lo:
             return ra.NOTHING
+        if not dfas:  # lengths only: the composer builds the counter copies in byte-class form
+            if (max(lo, hi or 0) + 1) * (any_char_dfa().num_states - 1) > self.opt.max_states:
+                raise TooLarge(f"more than {self.opt.max_states} DFA states")
+            return strings.quoted(strings.string_body(lo, hi))
         if lo > 0 or hi is not None:
             dfas.insert(0, repeat(any_char_dfa(), lo, hi, self.opt.max_states))
-        if not dfas:
-            return strings.quoted(strings.string_body())
         return strings.quoted(self._intersect(dfas))
 
     def _pattern(self, pattern, ptr: str):
@@ -474,9 +477,9 @@ def any_char_dfa():
 def extra_key(declared: tuple) -> ra.Node:
     """A quoted key whose decoded value is none of `declared`, in any spelling."""
     if declared not in _EXTRA_KEYS:
-        body = compile_node(strings.string_body())
+        body = fast_compile(strings.string_body())
         if declared:
             spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in key)) for key in declared))
-            body = product(body, compile_node(spelled), mode="minus")
+            body = product(body, fast_compile(spelled), mode="minus")
         _EXTRA_KEYS[declared] = strings.quoted(ra.Embed(body))
     return _EXTRA_KEYS[declared]

@@ -102,7 +102,9 @@ class TokenFSM:
         self._forced: dict[int, list[int]] = {}
         self.first_visit_s: list[float] = []  # seconds per first visit, for reports
         if byte_dist is None:
-            byte_dist = byte_distances(dfa.trans, dfa.accepting, vocab.single_byte_tokens())
+            known = dfa.__dict__.get("_compact")  # set by the composer: its byte classes
+            byte_dist = byte_distances(dfa.trans, dfa.accepting, vocab.single_byte_tokens(),
+                                       None if known is None else known.cob)
         self.byte_dist = byte_dist
         self.dist = TokenDistances(dfa, vocab, byte_dist)
         if (byte_dist >= INF).any():  # some state cannot finish with one-byte tokens

@@ -47,6 +47,8 @@ class TokenVocab:
     kind: str
     hash: str = ""
     _by_bytes: dict[bytes, int] | None = field(default=None, repr=False)
+    _single: np.ndarray | None = field(default=None, repr=False)
+    _longest: int | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.hash:
@@ -68,11 +70,20 @@ class TokenVocab:
 
     def single_byte_tokens(self) -> np.ndarray:
         """[256] bool: which bytes exist as a one-byte token (true for all 256 in byte-level BPE)."""
-        have = np.zeros(256, dtype=bool)
-        for tb in self.token_bytes:
-            if tb is not None and len(tb) == 1:
-                have[tb[0]] = True
-        return have
+        if self._single is None:
+            have = np.zeros(256, dtype=bool)
+            for tb in self.token_bytes:
+                if tb is not None and len(tb) == 1:
+                    have[tb[0]] = True
+            self._single = have
+        return self._single.copy()
+
+    @property
+    def longest(self) -> int:
+        """Bytes in the longest token (1 for an empty vocabulary); computed once."""
+        if self._longest is None:
+            self._longest = max((len(tb) for tb in self.token_bytes if tb), default=1)
+        return self._longest
 
 
 def _vocab_hash(token_bytes: list[bytes | None], eos_ids: list[int], kind: str) -> str:

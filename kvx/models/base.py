@@ -53,5 +53,10 @@ class LoadedModel:
     model: torch.nn.Module
     tokenizer: Any  # kvx.models.tokenizer.Tokenizer
     source: ModelSource
-    dtype: torch.dtype
+    dtype: torch.dtype  # the weights' (matmul) dtype
     load_seconds: float = 0.0
+
+    @property
+    def activation_dtype(self) -> torch.dtype:
+        """The dtype of the residual stream, attention and (by default) the KV cache."""
+        return getattr(self.model, "act_dtype", self.dtype)

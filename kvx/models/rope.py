@@ -46,9 +46,10 @@ def _llama3_scale(inv_freq: torch.Tensor, s: dict[str, Any]) -> torch.Tensor:
 class RopeTable:
     """cos/sin rows [positions, head_dim] in the model dtype, grown on demand (doubling)."""
 
-    def __init__(self, inv_freq: torch.Tensor, dtype: torch.dtype, initial: int = 4096):
+    def __init__(self, inv_freq: torch.Tensor, dtype: torch.dtype, initial: int = 4096, device: torch.device | None = None):
         self.inv_freq = inv_freq.float()
         self.dtype = dtype
+        self.device = device or torch.device("cpu")
         self.cos = self.sin = torch.empty(0)
         self._build(initial)
 
@@ -56,7 +57,7 @@ class RopeTable:
         pos = torch.arange(n, dtype=torch.int64).float()
         freqs = pos[:, None] * self.inv_freq[None, :]
         emb = torch.cat((freqs, freqs), dim=-1)
-        self.cos, self.sin = emb.cos().to(self.dtype), emb.sin().to(self.dtype)
+        self.cos, self.sin = emb.cos().to(self.device, self.dtype), emb.sin().to(self.device, self.dtype)
 
     def lookup(self, positions: torch.Tensor, max_position: int) -> tuple[torch.Tensor, torch.Tensor]:
         """positions [T] -> cos, sin [T, 1, head_dim] (broadcast over heads)."""

@@ -212,3 +212,46 @@ def test_recursion_is_unrolled_to_max_depth():
     dfa = compile_dfa(schema, max_depth=2).dfa
     assert dfa.accepts(b'{"k":[{"k":[]}]}')
     assert not dfa.accepts(b'{"k":[{"k":[{"k":[]}]}]}')
+
+
+def test_date_year_range_matches_python():
+    """format date: years 0001-9999 only (jsonschema's checker is date.fromisoformat)."""
+    import datetime
+
+    dfa = compile_dfa({"type": "string", "format": "date"}).dfa
+    for text in ["0000-01-01", "0000-02-29", "0000-12-31"]:
+        assert not dfa.accepts(json.dumps(text).encode()), text
+    for text in ["0001-01-01", "0004-02-29", "0400-02-29", "9999-12-31", "0099-06-30", "0999-11-30"]:
+        assert dfa.accepts(json.dumps(text).encode()), text
+    rng = random.Random(11)
+    for _ in range(2000):
+        text = f"{rng.choice([0, 0, 1, 4, 100, 400, 1900, 2000, 2024, 9999, rng.randrange(10000)]):04d}-" \
+               f"{rng.randrange(0, 14):02d}-{rng.randrange(0, 33):02d}"
+        try:
+            datetime.date.fromisoformat(text)
+            ok = True
+        except ValueError:
+            ok = False
+        assert dfa.accepts(json.dumps(text).encode()) == ok, text
+
+
+def test_fast_compile_matches_nfa_route():
+    """network.fast_compile (composed DFAs) accepts exactly what the NFA route accepts, trimmed."""
+    from kvx.grammar.network import fast_compile
+
+    rng = random.Random(23)
+    for _ in range(150):
+        node = _random_regex(rng)
+        if rng.random() < 0.3:  # literal chains and embedded DFAs inside a sequence
+            inner = compile_node(_random_regex(rng))
+            node = ra.seq(ra.lit("ab"), node, ra.Embed(inner) if inner is not None else ra.EMPTY, ra.lit("c"))
+        ref, fast = compile_node(node), fast_compile(node)
+        assert (ref is None) == (fast is None)
+        if ref is None:
+            continue
+        live = fast.accepting.copy()
+        for _ in range(fast.num_states):
+            live = live | ((fast.trans >= 0) & live[np.maximum(fast.trans, 0)]).any(axis=1)
+        assert live.all()
+        for w in _words(rng) + [b"ab" + w + b"c" for w in _words(rng)]:
+            assert fast.accepts(w) == ref.accepts(w), w

@@ -1,0 +1,55 @@
+"""The engine finds the device of the model's real weights (plain tensor attributes, not nn.Parameters)
+and picks its attention backend from it: triton on CUDA, the CPU backend otherwise, unless told."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kernels.torch_backend import TorchBackend
+from kvx.engine import Engine, EngineConfig
+from kvx.engine.engine import attach_backend, model_device, resolve_attention
+from kvx.models.base import LoadedModel, ModelConfig, ModelSource
+from kvx.models.llama import LlamaModel, weight_shapes
+
+CFG = ModelConfig(arch="llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
+                  num_heads=2, num_kv_heads=1, head_dim=8, max_position_embeddings=64, eos_token_ids=[0])
+
+
+def tiny_loaded(device: str = "cpu") -> LoadedModel:
+    g = torch.Generator().manual_seed(0)
+    weights = {n: torch.randn(s, generator=g).to(device) for n, s in weight_shapes(CFG).items()}
+    model = LlamaModel(CFG, weights, torch.float32)
+    tok = SimpleNamespace(eos_token_ids=[0])
+    return LoadedModel(CFG, model, tok, ModelSource("tiny", None, "hf"), torch.float32)
+
+
+def test_device_is_the_weights_device_not_parameters():
+    loaded = tiny_loaded()
+    assert list(loaded.model.parameters()) == []  # why next(model.parameters()) cannot be trusted
+    assert model_device(loaded.model) == loaded.model.embed.device == torch.device("cpu")
+    engine = Engine(loaded, EngineConfig(kv_memory=1 << 20, attention="torch"))
+    assert engine.device == loaded.model.embed.device
+    assert engine.kv_cache.data.device == loaded.model.embed.device
+    assert engine.runner.device == loaded.model.embed.device
+
+
+def test_auto_attention_follows_the_model_device():
+    assert resolve_attention("auto", torch.device("cuda", 0)) == "triton"
+    assert resolve_attention("auto", torch.device("cpu")) == "cpu"
+    for name in ("torch", "triton", "cpu"):
+        assert resolve_attention(name, torch.device("cpu")) == name
+    loaded = tiny_loaded()
+    attach_backend(loaded.model, "auto")
+    assert loaded.model.backend.name == "cpu"
+    attach_backend(loaded.model, "torch")
+    assert isinstance(loaded.model.backend, TorchBackend)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_model_gets_cuda_pool_and_triton():
+    loaded = tiny_loaded("cuda")
+    engine = Engine(loaded, EngineConfig(kv_memory=1 << 20))
+    assert engine.device.type == "cuda" and engine.kv_cache.data.is_cuda
+    assert loaded.model.backend.name == "triton"
