@@ -82,8 +82,8 @@ class StepPlan:
         lens = [meta.seq_lens_cpu[i] for i in decode]
         c = shared_prefix_blocks(tables, lens, block_size)
         width = (max(lens) + block_size - 1) // block_size - c
-        valid = torch.arange(width * block_size)[None, :] < (torch.tensor(lens) - c * block_size)[:, None]
-        bias = torch.zeros(valid.shape).masked_fill_(~valid, float("-inf"))[:, None, None, :]
+        past_end = torch.arange(width * block_size)[None, :] >= (torch.tensor(lens) - c * block_size)[:, None]
+        bias = torch.zeros(past_end.shape).masked_fill_(past_end, float("-inf"))[:, None, None, :]
         shared = tables[0, :c].long() if c else None
         return StepPlan(starts[idx].long(), tables[:, c : c + width].long(), bias, shared, ext_rows, ext_meta)
 

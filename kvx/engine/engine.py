@@ -35,19 +35,12 @@ def resolve_kv_dtype(name: str, model_dtype: torch.dtype) -> torch.dtype:
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
-    """Where the model's weights live. LlamaModel keeps its weights as plain tensor attributes (not
-    nn.Parameters), so `model.parameters()` is empty: ask an explicit `device` attribute, then the
-    embedding tensor, then parameters/buffers, then any tensor attribute; CPU if it holds none."""
+    """Where the model's weights live: LlamaModel states it (its weights are plain tensors, not
+    nn.Parameters); other modules (test fakes) by their first parameter; CPU if they hold none."""
     dev = getattr(model, "device", None)
-    if isinstance(dev, (torch.device, str)):
+    if dev is not None:
         return torch.device(dev)
-    embed = getattr(model, "embed", None)
-    if isinstance(embed, torch.Tensor):
-        return embed.device
-    for t in (*model.parameters(), *model.buffers(), *vars(model).values()):
-        if isinstance(t, torch.Tensor):
-            return t.device
-    return torch.device("cpu")
+    return next(model.parameters(), torch.empty(0)).device
 
 
 def resolve_attention(name: str, device: torch.device) -> str:

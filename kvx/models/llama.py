@@ -104,7 +104,7 @@ class LlamaModel(nn.Module):
         check_weights(config, weights, "model")
         # Matrices in `dtype`; vectors (norms, biases) in the activation dtype. On a CPU activations
         # stay float32: bfloat16 elementwise ops and attention are slower there, its matmuls faster.
-        device = weights["embed.weight"].device
+        self.device = device = weights["embed.weight"].device  # the engine puts its KV pool here
         self.act_dtype = torch.float32 if device.type == "cpu" and dtype != torch.float64 else dtype
         w = {name: t.to(dtype if t.dim() == 2 else self.act_dtype)
              for name, t in weights.items() if name in weight_shapes(config)}

@@ -1,6 +1,7 @@
 """load_model / load_tokenizer: resolve the spec, read (or convert and cache) the weights, build the model."""
 from __future__ import annotations
 
+import functools
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +20,7 @@ from kvx.models.tokenizer import Tokenizer
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
 
+@functools.cache
 def cpu_has_bf16_matmul() -> bool:
     """avx512_bf16 or AMX: oneDNN's bfloat16 matmuls then run several times faster than float32's."""
     try:
