@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from kernels.interface import KVCache
+from kvx.kernels.interface import KVCache
 from kvx.errors import CapacityError
 
 if TYPE_CHECKING:

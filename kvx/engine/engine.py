@@ -11,10 +11,11 @@ from typing import Iterable, Iterator
 
 import torch
 
-import kernels
-from kernels.interface import KVCache
+from kvx import kernels
+from kvx.kernels.interface import KVCache
 from kvx.engine.api import EngineConfig, Request, Result, Usage
 from kvx.engine.block_manager import BlockManager
+from kvx.engine.host_memory import keep_freed_buffers
 from kvx.engine.model_runner import ModelRunner
 from kvx.engine.radix_cache import RadixCache
 from kvx.engine.sampler import apply_mask, make_generator, sample
@@ -80,6 +81,8 @@ class Engine:
         self.max_model_len = config.max_model_len or mc.max_position_embeddings
         self.eos_ids = frozenset(mc.eos_token_ids or getattr(self.tokenizer, "eos_token_ids", []))
         self.device = device = model_device(model.model)
+        if device.type == "cpu":
+            keep_freed_buffers()
         attach_backend(model.model, config.attention, device)
         kv_dtype = resolve_kv_dtype(config.kv_dtype, model.activation_dtype)
         self.blocks, self.bytes_per_block = BlockManager.for_model(config, mc, kv_dtype, device)

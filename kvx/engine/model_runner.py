@@ -1,7 +1,7 @@
 """Turns a scheduled step into the model's inputs and runs the forward.
 
 For each scheduled sequence the step computes token_ids[num_computed : num_computed + n]; their
-rows are laid out back to back (the varlen layout of kernels.interface). Logits are requested only
+rows are laid out back to back (the varlen layout of kvx.kernels.interface). Logits are requested only
 for sequences whose chunk reaches the end of their tokens: those get a token sampled.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import itertools
 
 import torch
 
-from kernels.interface import AttentionMetadata, KVCache
+from kvx.kernels.interface import AttentionMetadata, KVCache
 from kvx.engine.scheduler import ScheduledStep
 
 

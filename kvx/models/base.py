@@ -4,8 +4,8 @@ A loader returns a `LoadedModel`; the engine only uses `model.forward(...)`, `co
 
     logits = model(input_ids, positions, meta, kv_cache, logits_indices)
 
-input_ids, positions: [T] int64 (the flattened varlen batch, see kernels.interface)
-meta: kernels.AttentionMetadata; kv_cache: kernels.KVCache (written in place)
+input_ids, positions: [T] int64 (the flattened varlen batch, see kvx.kernels.interface)
+meta: kvx.kernels.AttentionMetadata; kv_cache: kvx.kernels.KVCache (written in place)
 logits_indices: [S] int64 rows of T whose logits are wanted -> returns [S, vocab] float32
 """
 from __future__ import annotations

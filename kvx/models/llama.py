@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kernels import AttentionBackend, AttentionMetadata, KVCache, get_backend
+from kvx.kernels import AttentionBackend, AttentionMetadata, KVCache, get_backend
 from kvx.errors import ModelError
 from kvx.models.base import ModelConfig
 from kvx.models.rope import RopeTable, apply_rope, inverse_frequencies
@@ -92,7 +92,7 @@ class DecoderLayer(nn.Module):
         o = backend.attention(q, layer_kv, meta, self.scale)
         x = x + linear(o.reshape(t, -1), self.o_proj)
         gate, up = linear(rms_norm(x, self.mlp_norm, self.eps), self.gate_up).chunk(2, dim=-1)
-        return x + linear(F.silu(gate) * up, self.down)
+        return x + linear(F.silu(gate, inplace=True).mul_(up), self.down)  # in place: the MLP's largest buffers
 
 
 class LlamaModel(nn.Module):

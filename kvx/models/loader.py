@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from kernels import get_backend
+from kvx.kernels import get_backend
 from kvx.errors import ConfigError, ModelError
 from kvx.models import gguf_loader, hf_loader
 from kvx.models.base import LoadedModel, ModelConfig, ModelSource

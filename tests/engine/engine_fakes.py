@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-from kernels.interface import AttentionMetadata, KVCache
-from kernels.torch_backend import TorchBackend
+from kvx.kernels.interface import AttentionMetadata, KVCache
+from kvx.kernels.torch_backend import TorchBackend
 from kvx.engine.api import EngineConfig
 from kvx.models.base import LoadedModel, ModelConfig, ModelSource
 

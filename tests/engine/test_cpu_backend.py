@@ -1,19 +1,18 @@
-"""kernels.cpu_backend (batched decode with a shared-prefix cascade) against paged_attention_ref."""
+"""kvx.kernels.cpu_backend (batched decode and extend with shared-prefix cascades) against paged_attention_ref."""
 import pytest
 import torch
 
-from kernels.interface import AttentionMetadata, KVCache
-from kernels.cpu_backend import CpuBackend
-from kernels.torch_backend import paged_attention_ref
+from kvx.kernels.interface import AttentionMetadata, KVCache
+from kvx.kernels.cpu_backend import CpuBackend
+from kvx.kernels.torch_backend import paged_attention_ref
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
-@pytest.mark.parametrize("shared", [0, 3])
-def test_matches_reference(dtype, shared):
-    g = torch.Generator().manual_seed(shared)
+def _run_against_reference(dtype, shared, lens, qlens, seed):
+    """Fill a pool with random K/V for sequences whose first `shared` blocks are the same ids, then
+    compare one step of the CPU backend with the per-sequence reference."""
+    g = torch.Generator().manual_seed(seed)
     bs, hkv, hq, d = 4, 2, 6, 8
     cache = KVCache(1, 64, bs, hkv, d, dtype)
-    lens, qlens = [14, 30, 13, 21, 9], [1, 1, 5, 1, 1]  # a prefill chunk among decodes
     free = iter(range(shared, 64))
     tables = [list(range(shared)) + [next(free) for _ in range(-(-n // bs) - shared)] for n in lens]
     backend = CpuBackend()
@@ -28,8 +27,29 @@ def test_matches_reference(dtype, shared):
     torch.testing.assert_close(backend.attention(q, layer, meta, 0.3), ref, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
+@pytest.mark.parametrize("shared", [0, 3])
+def test_decode_rows_with_a_prefill_chunk_match_reference(dtype, shared):
+    _run_against_reference(dtype, shared, [14, 30, 13, 21, 9], [1, 1, 5, 1, 1], shared)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
+@pytest.mark.parametrize("shared", [0, 2, 3])
+def test_extend_rows_cascade_matches_reference(dtype, shared):
+    # prefill chunks of several lengths over a common cached prefix (one starting exactly at the end
+    # of the shared blocks, one covering part of them: then fewer blocks are shared), two decodes
+    lens, qlens = [20, 13, 30, 15, 17, 19], [8, 1, 18, 3, 5, 1]
+    _run_against_reference(dtype, shared, lens, qlens, 10 + shared)
+
+
+@pytest.mark.parametrize("lens,qlens", [([11], [11]), ([23], [6]), ([9, 9], [9, 2]), ([5], [1]), ([20, 30, 14], [18, 5, 1])])
+def test_single_sequences_match_reference(lens, qlens):
+    _run_against_reference(torch.float32, 0, lens, qlens, 1)
+    _run_against_reference(torch.float32, 2, lens, qlens, 2)
+
+
 def test_store_matches_reference_store():
-    from kernels.torch_backend import store_kv_ref
+    from kvx.kernels.torch_backend import store_kv_ref
 
     a, b = KVCache(1, 8, 4, 2, 8), KVCache(1, 8, 4, 2, 8)
     k, v = torch.randn(5, 2, 8), torch.randn(5, 2, 8)

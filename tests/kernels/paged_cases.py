@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.interface import AttentionMetadata, KVCache, LayerKV
-from kernels.torch_backend import quantize_int8
+from kvx.kernels.interface import AttentionMetadata, KVCache, LayerKV
+from kvx.kernels.torch_backend import quantize_int8
 
 
 @dataclass

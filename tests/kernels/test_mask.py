@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from kernels.mask import apply_token_bitmask_inplace, apply_token_bitmask_ref, pack_bool_mask, unpack_bitmask
-from kernels.triton_mask import apply_token_bitmask_triton
+from kvx.kernels.mask import apply_token_bitmask_inplace, apply_token_bitmask_ref, pack_bool_mask, unpack_bitmask
+from kvx.kernels.triton_mask import apply_token_bitmask_triton
 
 
 def random_allowed(batch, vocab, seed):

@@ -3,9 +3,9 @@ import pytest
 import torch
 from paged_cases import dense_attention, make_case, rel_err
 
-from kernels.torch_backend import paged_attention_ref
-from kernels.triton_decode_attention import decode_attention
-from kernels.triton_extend_attention import extend_attention
+from kvx.kernels.torch_backend import paged_attention_ref
+from kvx.kernels.triton_decode_attention import decode_attention
+from kvx.kernels.triton_extend_attention import extend_attention
 
 # (q_heads, kv_heads): GQA ratios 1, 3 and 4
 HEADS = [(2, 2), (6, 2), (4, 1)]

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from kernels.interface import KVCache
-from kernels.torch_backend import quantize_int8, store_kv_ref
-from kernels.triton_store_kv import store_kv
+from kvx.kernels.interface import KVCache
+from kvx.kernels.torch_backend import quantize_int8, store_kv_ref
+from kvx.kernels.triton_store_kv import store_kv
 
 
 def poisoned_cache(dtype, device, num_blocks=6, block_size=4, heads=3, head_dim=24):

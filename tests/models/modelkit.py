@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from kernels import AttentionMetadata, KVCache
+from kvx.kernels import AttentionMetadata, KVCache
 
 BLOCK = 16
 

@@ -13,8 +13,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.interface import AttentionMetadata, LayerKV
-from kernels.triton_paged import attend_tile, check_inputs, dot_args, kv_launch_args
+from kvx.kernels.interface import AttentionMetadata, LayerKV
+from kvx.kernels.triton_paged import attend_tile, check_inputs, dot_args, kv_launch_args
 
 LOG2E = 1.4426950408889634
 

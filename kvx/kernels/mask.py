@@ -44,7 +44,7 @@ def apply_token_bitmask_inplace(logits: torch.Tensor, bitmask: torch.Tensor) -> 
     """The whole batch in one launch: the Triton kernel on CUDA, the torch twin elsewhere."""
     if logits.is_cuda:
         try:
-            from kernels.triton_mask import apply_token_bitmask_triton
+            from kvx.kernels.triton_mask import apply_token_bitmask_triton
         except ImportError:  # CUDA torch without triton: the twin still works on the GPU
             return apply_token_bitmask_ref(logits, bitmask)
         return apply_token_bitmask_triton(logits, bitmask)

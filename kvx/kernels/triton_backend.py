@@ -1,10 +1,10 @@
 """Triton attention backend: the engine's choice on CUDA (also runs under TRITON_INTERPRET=1)."""
 from __future__ import annotations
 
-from kernels.interface import AttentionBackend, AttentionMetadata, LayerKV
-from kernels.triton_decode_attention import decode_attention
-from kernels.triton_extend_attention import extend_attention
-from kernels.triton_store_kv import store_kv
+from kvx.kernels.interface import AttentionBackend, AttentionMetadata, LayerKV
+from kvx.kernels.triton_decode_attention import decode_attention
+from kvx.kernels.triton_extend_attention import extend_attention
+from kvx.kernels.triton_store_kv import store_kv
 
 
 class TritonBackend(AttentionBackend):

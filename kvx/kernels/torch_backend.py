@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from kernels.interface import AttentionBackend, AttentionMetadata, LayerKV
+from kvx.kernels.interface import AttentionBackend, AttentionMetadata, LayerKV
 
 
 def quantize_int8(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -2,7 +2,7 @@
 
 The model forward talks only to an `AttentionBackend` (see `interface.py`); `get_backend` picks one.
 """
-from kernels.interface import AttentionBackend, AttentionMetadata, KVCache, LayerKV
+from kvx.kernels.interface import AttentionBackend, AttentionMetadata, KVCache, LayerKV
 
 __all__ = ["AttentionBackend", "AttentionMetadata", "KVCache", "LayerKV", "get_backend"]
 
@@ -14,15 +14,15 @@ def get_backend(name: str = "auto") -> AttentionBackend:
     if name == "auto":
         name = "triton" if torch.cuda.is_available() else "torch"
     if name == "torch":
-        from kernels.torch_backend import TorchBackend
+        from kvx.kernels.torch_backend import TorchBackend
 
         return TorchBackend()
     if name == "cpu":
-        from kernels.cpu_backend import CpuBackend
+        from kvx.kernels.cpu_backend import CpuBackend
 
         return CpuBackend()
     if name == "triton":
-        from kernels.triton_backend import TritonBackend
+        from kvx.kernels.triton_backend import TritonBackend
 
         return TritonBackend()
     raise ValueError(f"unknown attention backend {name!r} (expected auto, torch, cpu or triton)")

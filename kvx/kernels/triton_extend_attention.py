@@ -10,9 +10,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.interface import AttentionMetadata, LayerKV
-from kernels.triton_decode_attention import LOG2E
-from kernels.triton_paged import attend_tile, check_inputs, dot_args, kv_launch_args
+from kvx.kernels.interface import AttentionMetadata, LayerKV
+from kvx.kernels.triton_decode_attention import LOG2E
+from kvx.kernels.triton_paged import attend_tile, check_inputs, dot_args, kv_launch_args
 
 
 @triton.jit

@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.interface import LayerKV
+from kvx.kernels.interface import LayerKV
 
 
 @triton.jit

@@ -10,8 +10,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import torch  # noqa: E402
 
-from kernels.interface import AttentionMetadata, KVCache  # noqa: E402
-from kernels.torch_backend import paged_attention_ref  # noqa: E402
+from kvx.kernels.interface import AttentionMetadata, KVCache  # noqa: E402
+from kvx.kernels.torch_backend import paged_attention_ref  # noqa: E402
 
 
 def timed(fn, reps: int) -> float:
@@ -43,10 +43,10 @@ def main() -> None:
         print(f"torch twin decode 4x256 bf16 (CPU): {t * 1e3:.2f} ms, {nbytes / t / 1e9:.2f} GB/s")
         print("Triton kernels need CUDA: no GPU here, so only the torch twin was timed.")
         return
-    from kernels.mask import pack_bool_mask
-    from kernels.triton_decode_attention import decode_attention
-    from kernels.triton_extend_attention import extend_attention
-    from kernels.triton_mask import apply_token_bitmask_triton
+    from kvx.kernels.mask import pack_bool_mask
+    from kvx.kernels.triton_decode_attention import decode_attention
+    from kvx.kernels.triton_extend_attention import extend_attention
+    from kvx.kernels.triton_mask import apply_token_bitmask_triton
 
     q, kv, meta, nbytes = decode_case(64, 4096, dev="cuda")
     t_dec = timed(lambda: decode_attention(q, kv, meta, 128**-0.5), 20)
