@@ -14,5 +14,5 @@ $PY -c 'import pytest' || { echo "MISSING: pytest"; exit 1; }
 echo "== stage 2: kernel tests on the GPU (TRITON_INTERPRET=0)"
 TRITON_INTERPRET=0 timeout 300 $PY -m pytest tests/kernels -q -x --deselect tests/kernels/test_int8_greedy.py::test_int8_kv_greedy_agrees_with_float32
 echo "== stage 3: benchmark"
-TRITON_INTERPRET=0 timeout 150 $PY benchmarks/kernels.py
+TRITON_INTERPRET=0 timeout 150 $PY benchmarks/attention_kernels.py
 echo "== done"
