@@ -14,10 +14,12 @@ import ctypes.util
 import os
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MMAP_ABOVE = 1 << 30  # only buffers this large still get their own mapping (the KV pool does)
+_TRIM_ABOVE = 2**31 - 1  # free heap kept before returning any to the OS (mallopt takes an int)
 _done = False
 
 
-def keep_freed_buffers(mmap_threshold: int = 1 << 30, trim_threshold: int = 1 << 32) -> bool:
+def keep_freed_buffers() -> bool:
     """Tune glibc malloc once per process (KVX_HOST_MALLOC=default leaves it alone). True if applied."""
     global _done
     if _done or os.environ.get("KVX_HOST_MALLOC") == "default":
@@ -28,6 +30,5 @@ def keep_freed_buffers(mmap_threshold: int = 1 << 30, trim_threshold: int = 1 <<
     except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to tune
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    trim = min(trim_threshold, 2**31 - 1)
-    _done = bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(mallopt(_M_TRIM_THRESHOLD, trim))
+    _done = bool(mallopt(_M_MMAP_THRESHOLD, _MMAP_ABOVE)) and bool(mallopt(_M_TRIM_THRESHOLD, _TRIM_ABOVE))
     return _done

@@ -62,6 +62,17 @@ def merge(o: torch.Tensor, lse: torch.Tensor, o2: torch.Tensor, lse2: torch.Tens
     return (o * w + o2 * w2) / (w + w2)
 
 
+def with_shared(o: torch.Tensor, lse: torch.Tensor, qs: torch.Tensor, kv: LayerKV, shared: torch.Tensor | None):
+    """Fold attention over the shared blocks into the partial (o, lse) [T, Hkv, G, *] of the rows'
+    own keys: every query of qs [T, Hq, D] (pre-scaled) attends those blocks in one call."""
+    if shared is None:
+        return o
+    t, hkv = qs.shape[0], kv.k.shape[2]
+    kc, vc = as_heads(*gather_blocks(kv, shared[None]))  # [1, Hkv, Lc, D]
+    o2, lse2 = _attend(group_queries(qs, hkv), kc, vc, None)
+    return merge(o, lse, ungroup(o2, t), ungroup(lse2, t))
+
+
 def shared_prefix_blocks(tables: torch.Tensor, outside: list[int], block_size: int) -> int:
     """Leading block columns identical in every row, ending at or before each row's outside[i]
     (decode: its last token, which must stay in the row's own part; extend: its first new token)."""
@@ -94,6 +105,8 @@ class DecodePlan:
     def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "DecodePlan":
         tables = meta.block_tables[torch.tensor(seqs)]
         lens = [meta.seq_lens_cpu[i] for i in seqs]
+        # a lone decode row gains nothing from splitting its keys in two (an extend row does: its
+        # cached part then needs no causal mask)
         c = shared_prefix_blocks(tables, [n - 1 for n in lens], block_size) if len(seqs) > 1 else 0
         width = (max(lens) + block_size - 1) // block_size - c
         past_end = torch.arange(width * block_size)[None, :] >= (torch.tensor(lens) - c * block_size)[:, None]
@@ -159,11 +172,7 @@ def decode_attention(q: torch.Tensor, kv: LayerKV, plan: DecodePlan, scale: floa
     hkv = kv.k.shape[2]
     qg = q.float().view(b, hkv, hq // hkv, d) * scale  # [B, Hkv, G, D]
     o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
-    if plan.shared is not None:
-        kc, vc = as_heads(*gather_blocks(kv, plan.shared[None]))  # [1, Hkv, Lc, D]
-        o2, lse2 = _attend(group_queries(qg.view(b, hq, d), hkv), kc, vc, None)
-        o = merge(o, lse, ungroup(o2, b), ungroup(lse2, b))
-    return o.reshape(b, hq, d).to(q.dtype)
+    return with_shared(o, lse, qg.view(b, hq, d), kv, plan.shared).reshape(b, hq, d).to(q.dtype)
 
 
 def extend_attention(q: torch.Tensor, kv: LayerKV, plan: ExtendPlan, scale: float) -> torch.Tensor:
@@ -179,11 +188,7 @@ def extend_attention(q: torch.Tensor, kv: LayerKV, plan: ExtendPlan, scale: floa
         outs.append(ungroup(o, part.count))
         lses.append(ungroup(lse, part.count))
         start += part.count
-    o, lse = torch.cat(outs), torch.cat(lses)  # [T, Hkv, G, D], [T, Hkv, G, 1]
-    if plan.shared is not None:
-        kc, vc = as_heads(*gather_blocks(kv, plan.shared[None]))
-        o2, lse2 = _attend(group_queries(qs, hkv), kc, vc, None)
-        o = merge(o, lse, ungroup(o2, t), ungroup(lse2, t))
+    o = with_shared(torch.cat(outs), torch.cat(lses), qs, kv, plan.shared)  # [T, Hkv, G, D]
     return o.reshape(t, hq, d).to(q.dtype)
 
 
@@ -212,9 +217,13 @@ class CpuBackend(TorchBackend):
 
     def attention(self, q, kv: LayerKV, meta: AttentionMetadata, scale: float):
         plan = self._plan_for(meta, kv.block_size, q.shape[1] // kv.k.shape[2])
+        if plan.decode is None and plan.extend is None:  # a step with no query rows
+            return torch.empty_like(q)
+        if plan.extend is None:  # one kind of row: its rows are all of q, in order (no gather, no scatter)
+            return decode_attention(q, kv, plan.decode, scale)
+        if plan.decode is None:
+            return extend_attention(q, kv, plan.extend, scale)
         out = torch.empty_like(q)
-        if plan.decode is not None:
-            out[plan.decode.rows] = decode_attention(q[plan.decode.rows], kv, plan.decode, scale)
-        if plan.extend is not None:
-            out[plan.extend.rows] = extend_attention(q[plan.extend.rows], kv, plan.extend, scale)
+        out[plan.decode.rows] = decode_attention(q[plan.decode.rows], kv, plan.decode, scale)
+        out[plan.extend.rows] = extend_attention(q[plan.extend.rows], kv, plan.extend, scale)
         return out

@@ -94,10 +94,7 @@ def zeroed(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device | st
     if torch.device(device).type != "cpu":
         return torch.zeros(shape, dtype=dtype, device=device)
     count = math.prod(shape)
-    nbytes = count * torch.empty((), dtype=dtype).element_size()
-    if nbytes < 1 << 20:
-        return torch.zeros(shape, dtype=dtype)
-    buf = mmap.mmap(-1, nbytes)  # the tensor keeps the mapping alive
+    buf = mmap.mmap(-1, count * dtype.itemsize)  # the tensor keeps the mapping alive
     return torch.frombuffer(buf, dtype=dtype, count=count).view(shape)
 
 
@@ -123,8 +120,7 @@ class KVCache:
 
     @staticmethod
     def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
-        elem = torch.empty((), dtype=dtype).element_size()
-        per_token = 2 * num_kv_heads * head_dim * elem
+        per_token = 2 * num_kv_heads * head_dim * dtype.itemsize
         if dtype == torch.int8:
             per_token += 2 * num_kv_heads * 4  # float32 scales
         return num_layers * block_size * per_token
