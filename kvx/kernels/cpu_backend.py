@@ -5,20 +5,23 @@ The reference loops over sequences (one SDPA call per sequence and layer, K/V re
 query head), which dominates a CPU step. Here each step is planned once (all layers reuse the plan):
   * decode rows (query length 1) run together: the leading blocks every decoding sequence shares
     (same block ids: a common prompt prefix from the radix cache) are attended as one call over all
-    queries; the rest of each sequence's blocks are gathered into a padded batch masked by length;
+    queries; the rest of each sequence's blocks are read in place by the numba kernel
+    (numba_paged.py), or, without it, gathered into a padded batch masked by length;
   * extend rows (prefill chunks, jump-forward appends) use the same cascade: the cached blocks all
     extend rows share, which lie wholly before every new token, are attended without a mask in one
     call over all their queries; each sequence's own tail (its new tokens and what follows the
-    shared blocks) is attended causally on its own;
+    shared blocks) is attended causally: short ones by the numba kernel, long chunks by the flash
+    kernel one sequence at a time;
   * the partial softmaxes are merged with their log-sum-exp. Queries are grouped per KV head
     (GQA) instead of copying K/V to every query head.
 """
 from __future__ import annotations
 
-import dataclasses
 
 import torch
 
+from kvx.kernels import numba_paged
+from kvx.kernels.cpu_plan import DecodePlan, ExtendPlan, StepPlan
 from kvx.kernels.interface import AttentionMetadata, LayerKV
 from kvx.kernels.torch_backend import TorchBackend
 
@@ -73,15 +76,6 @@ def with_shared(o: torch.Tensor, lse: torch.Tensor, qs: torch.Tensor, kv: LayerK
     return merge(o, lse, ungroup(o2, t), ungroup(lse2, t))
 
 
-def shared_prefix_blocks(tables: torch.Tensor, outside: list[int], block_size: int) -> int:
-    """Leading block columns identical in every row, ending at or before each row's outside[i]
-    (decode: its last token, which must stay in the row's own part; extend: its first new token)."""
-    if tables.shape[0] == 0:
-        return 0
-    same = (tables == tables[:1]).all(dim=0).int().cumprod(0)
-    return min(int(same.sum()), min(outside) // block_size)
-
-
 def group_queries(q: torch.Tensor, hkv: int) -> torch.Tensor:
     """q [T, Hq, D] -> [1, Hkv, G*T, D], row g*T + t: every query a KV head serves, in one batch row."""
     t, hq, d = q.shape
@@ -94,84 +88,15 @@ def ungroup(x: torch.Tensor, t: int) -> torch.Tensor:
     return x[0].view(hkv, -1, t, x_dim).permute(2, 0, 1, 3)
 
 
-@dataclasses.dataclass
-class DecodePlan:
-    rows: torch.Tensor  # rows of q that are decode queries
-    tables: torch.Tensor  # [B, width] block ids past the shared prefix
-    bias: torch.Tensor  # [B, 1, 1, width * block_size]: 0 for key positions inside each sequence, -inf past it
-    shared: torch.Tensor | None  # [c] block ids every decoding sequence shares (None if c == 0)
-
-    @staticmethod
-    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "DecodePlan":
-        tables = meta.block_tables[torch.tensor(seqs)]
-        lens = [meta.seq_lens_cpu[i] for i in seqs]
-        # a lone decode row gains nothing from splitting its keys in two (an extend row does: its
-        # cached part then needs no causal mask)
-        c = shared_prefix_blocks(tables, [n - 1 for n in lens], block_size) if len(seqs) > 1 else 0
-        width = (max(lens) + block_size - 1) // block_size - c
-        past_end = torch.arange(width * block_size)[None, :] >= (torch.tensor(lens) - c * block_size)[:, None]
-        bias = torch.zeros(past_end.shape).masked_fill_(past_end, float("-inf"))[:, None, None, :]
-        shared = tables[0, :c].long() if c else None
-        rows = torch.tensor([starts[i] for i in seqs])
-        return DecodePlan(rows, tables[:, c : c + width].long(), bias, shared)
-
-
-@dataclasses.dataclass
-class ExtendPart:
-    """One extend sequence's own part: its blocks past the shared ones and its causal bias."""
-
-    count: int  # its query rows
-    blocks: torch.Tensor  # [w] block ids
-    keys: int  # key positions used in those blocks
-    bias: torch.Tensor  # [1, 1, G * count, keys]: query j (row g*count + j) sees own keys up to its position
-
-
-@dataclasses.dataclass
-class ExtendPlan:
-    rows: torch.Tensor  # rows of q that are extend queries, sequence by sequence
-    shared: torch.Tensor | None  # [c] block ids every extend sequence has cached before its new tokens
-    parts: list[ExtendPart]
-
-    @staticmethod
-    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int, group: int) -> "ExtendPlan":
-        tables = meta.block_tables[torch.tensor(seqs)]
-        qlens = [meta.query_lens_cpu[i] for i in seqs]
-        lens = [meta.seq_lens_cpu[i] for i in seqs]
-        c = shared_prefix_blocks(tables, [n - q for n, q in zip(lens, qlens)], block_size)
-        parts = []
-        for row, n, seq_len in zip(tables, qlens, lens):
-            keys = seq_len - c * block_size
-            qpos = torch.arange(keys - n, keys)[:, None]  # own-part coordinates
-            bias = torch.zeros(n, keys).masked_fill_(torch.arange(keys)[None, :] > qpos, float("-inf"))
-            blocks = row[c : c + (keys + block_size - 1) // block_size].long()
-            parts.append(ExtendPart(n, blocks, keys, bias.repeat(group, 1)[None, None]))
-        rows = torch.cat([torch.arange(starts[i], starts[i] + n) for i, n in zip(seqs, qlens)])
-        return ExtendPlan(rows, tables[0, :c].long() if c else None, parts)
-
-
-@dataclasses.dataclass
-class StepPlan:
-    """What the attention of one step needs from the metadata alone: built once per step (the first
-    layer) instead of once per layer."""
-
-    decode: DecodePlan | None
-    extend: ExtendPlan | None
-
-    @staticmethod
-    def build(meta: AttentionMetadata, block_size: int, group: int) -> "StepPlan":
-        starts = meta.query_start_loc[:-1].tolist()
-        decode = [i for i, n in enumerate(meta.query_lens_cpu) if n == 1]
-        extend = [i for i, n in enumerate(meta.query_lens_cpu) if n > 1]
-        return StepPlan(DecodePlan.build(meta, decode, starts, block_size) if decode else None,
-                        ExtendPlan.build(meta, extend, starts, block_size, group) if extend else None)
-
-
 def decode_attention(q: torch.Tensor, kv: LayerKV, plan: DecodePlan, scale: float) -> torch.Tensor:
     """q [B, Hq, D] (one query per sequence, at its last position) -> [B, Hq, D]."""
     b, hq, d = q.shape
     hkv = kv.k.shape[2]
     qg = q.float().view(b, hkv, hq // hkv, d) * scale  # [B, Hkv, G, D]
-    o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
+    if plan.bias is None:  # the numba kernel reads the own blocks in place
+        o, lse = numba_paged.paged_attention_rows(qg, kv, plan.paged)
+    else:
+        o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
     return with_shared(o, lse, qg.view(b, hq, d), kv, plan.shared).reshape(b, hq, d).to(q.dtype)
 
 
@@ -180,19 +105,24 @@ def extend_attention(q: torch.Tensor, kv: LayerKV, plan: ExtendPlan, scale: floa
     t, hq, d = q.shape
     hkv = kv.k.shape[2]
     qs = q.float() * scale
-    outs, lses, start = [], [], 0
+    o = qs.new_empty(t, hkv, hq // hkv, d)
+    lse = qs.new_empty(t, hkv, hq // hkv, 1)
     for part in plan.parts:
         k, v = gather_blocks(kv, part.blocks[None])
         k, v = (x.flatten(1, 2)[:, : part.keys].transpose(1, 2) for x in (k, v))  # [1, Hkv, keys, D]
-        o, lse = _attend(group_queries(qs[start : start + part.count], hkv), k, v, part.bias)
-        outs.append(ungroup(o, part.count))
-        lses.append(ungroup(lse, part.count))
-        start += part.count
-    o = with_shared(torch.cat(outs), torch.cat(lses), qs, kv, plan.shared)  # [T, Hkv, G, D]
+        rows = slice(part.start, part.start + part.count)
+        o_part, lse_part = _attend(group_queries(qs[rows], hkv), k, v, part.bias)
+        o[rows], lse[rows] = ungroup(o_part, part.count), ungroup(lse_part, part.count)
+    if plan.few is not None:
+        qf = qs[plan.few_rows].view(-1, hkv, hq // hkv, d)
+        o[plan.few_rows], lse[plan.few_rows] = numba_paged.paged_attention_rows(qf, kv, plan.few)
+    o = with_shared(o, lse, qs, kv, plan.shared)  # [T, Hkv, G, D]
     return o.reshape(t, hq, d).to(q.dtype)
 
 
 class CpuBackend(TorchBackend):
+    """Plans each step once (cpu_plan.py); every layer then runs the plan."""
+
     name = "cpu"
 
     def __init__(self):
@@ -201,9 +131,10 @@ class CpuBackend(TorchBackend):
         self._slots: torch.Tensor | None = None
         self._slots_direct = False
 
-    def _plan_for(self, meta: AttentionMetadata, block_size: int, group: int) -> StepPlan:
+    def _plan_for(self, meta: AttentionMetadata, kv: LayerKV, group: int) -> StepPlan:
         if meta is not self._plan_meta:  # a new step: every layer after the first reuses the plan
-            self._plan_meta, self._plan = meta, StepPlan.build(meta, block_size, group)
+            self._plan_meta = meta
+            self._plan = StepPlan.build(meta, kv.block_size, group, numba_paged.supports(kv))
         return self._plan
 
     def store_kv(self, k, v, kv: LayerKV, slot_mapping):
@@ -216,7 +147,7 @@ class CpuBackend(TorchBackend):
         kv.v.view(nb * bs, *kv.v.shape[2:]).index_copy_(0, slot_mapping, v.to(kv.v.dtype))
 
     def attention(self, q, kv: LayerKV, meta: AttentionMetadata, scale: float):
-        plan = self._plan_for(meta, kv.block_size, q.shape[1] // kv.k.shape[2])
+        plan = self._plan_for(meta, kv, q.shape[1] // kv.k.shape[2])
         if plan.decode is None and plan.extend is None:  # a step with no query rows
             return torch.empty_like(q)
         if plan.extend is None:  # one kind of row: its rows are all of q, in order (no gather, no scatter)

@@ -2,9 +2,18 @@
 import pytest
 import torch
 
+from kvx.kernels import numba_paged
 from kvx.kernels.interface import AttentionMetadata, KVCache
 from kvx.kernels.cpu_backend import CpuBackend
 from kvx.kernels.torch_backend import paged_attention_ref
+
+
+@pytest.fixture(autouse=True, params=["numba", "torch"])
+def decode_route(request, monkeypatch):
+    """Every case runs both ways: decode rows' own blocks through the numba kernel and gathered."""
+    if request.param == "torch":
+        monkeypatch.setattr(numba_paged, "supports", lambda kv: False)
+    return request.param
 
 
 def _run_against_reference(dtype, shared, lens, qlens, seed):

@@ -1,0 +1,119 @@
+"""Paged attention for query rows that see few keys each (decode tokens, short jump-forward
+appends), compiled with numba: keys and values are read straight from the KV pool through the
+block table.
+
+The torch route copies each sequence's blocks out of the pool into a padded batch and runs the
+flash kernel on it; with one to a few queries per sequence the copy and the kernel's query tiling
+cost several times the arithmetic (a decode step of 128 sequences x 14 own blocks, 3 KV heads:
+~10 ms gathered + flash, ~3.4 ms here). Each query row is one parallel task that walks the blocks
+of its sequence in place with an online softmax (block by block, K and V of a block read together)
+and returns its normalised output with the log-sum-exp, so the caller can merge it with the
+attention over a shared prefix (cpu_backend.with_shared).
+
+numba is a dependency; where it cannot be imported `available()` is False and the torch route runs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import torch
+
+from kvx.kernels.interface import LayerKV
+
+
+@dataclasses.dataclass
+class PagedRows:
+    """Row r attends the first keys[r] key positions of the blocks tables[seq[r]]."""
+
+    tables: torch.Tensor  # [S, W] int64 block ids
+    seq: torch.Tensor  # [R] int64 index into tables
+    keys: torch.Tensor  # [R] int64, >= 1
+
+
+@functools.cache
+def _kernel():
+    """(numba, compiled kernel), or None without numba. Compiled on first use, cached on disk."""
+    from kvx.models.cache import cache_root
+
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
+    try:
+        import numba
+        import numpy as np
+    except ImportError:
+        return None
+
+    @numba.njit(parallel=True, fastmath=True, cache=True)
+    def attend(q, k, v, k_scale, v_scale, quantized, tables, seq, keys, out, lse):  # pragma: no cover - compiled
+        rows, heads, group, dim = q.shape
+        block = k.shape[1]
+        for r in numba.prange(rows):  # every head of a row in one task: each block is read once
+            b, n = seq[r], keys[r]
+            top = np.full((heads, group), -np.inf, np.float32)  # running max, sum and output per query
+            total = np.zeros((heads, group), np.float32)
+            acc = np.zeros((heads, group, dim), np.float32)
+            p = np.empty((block, heads, group), np.float32)
+            for j in range((n + block - 1) // block):  # one block at a time, online softmax
+                blk, used = tables[b, j], min(block, n - j * block)
+                for off in range(used):
+                    for h in range(heads):
+                        ks = k_scale[blk, off, h] if quantized else np.float32(1.0)
+                        for g in range(group):
+                            s = np.float32(0.0)
+                            for d in range(dim):
+                                s += q[r, h, g, d] * k[blk, off, h, d]
+                            p[off, h, g] = s * ks
+                for h in range(heads):
+                    for g in range(group):
+                        new_top = top[h, g]
+                        for off in range(used):
+                            new_top = max(new_top, p[off, h, g])
+                        rescale = np.exp(top[h, g] - new_top)
+                        top[h, g] = new_top
+                        total[h, g] *= rescale
+                        for d in range(dim):
+                            acc[h, g, d] *= rescale
+                        for off in range(used):
+                            p[off, h, g] = np.exp(p[off, h, g] - new_top)
+                            total[h, g] += p[off, h, g]
+                for off in range(used):
+                    for h in range(heads):
+                        vs = v_scale[blk, off, h] if quantized else np.float32(1.0)
+                        for g in range(group):
+                            w = p[off, h, g] * vs
+                            for d in range(dim):
+                                acc[h, g, d] += w * v[blk, off, h, d]
+            for h in range(heads):
+                for g in range(group):
+                    lse[r, h, g] = top[h, g] + np.log(total[h, g])
+                    for d in range(dim):
+                        out[r, h, g, d] = acc[h, g, d] / total[h, g]
+
+    return numba, attend
+
+
+@functools.cache
+def available() -> bool:
+    return os.environ.get("KVX_NUMBA", "1") != "0" and _kernel() is not None
+
+
+def supports(kv: LayerKV) -> bool:
+    """numba installed (KVX_NUMBA=0 turns it off) and a host pool numpy can read (no bfloat16)."""
+    return kv.k.device.type == "cpu" and kv.k.dtype in (torch.float32, torch.int8) and available()
+
+
+def paged_attention_rows(q: torch.Tensor, kv: LayerKV, rows: PagedRows) -> tuple[torch.Tensor, torch.Tensor]:
+    """q [R, Hkv, G, D] float32, pre-scaled -> o [R, Hkv, G, D], lse [R, Hkv, G, 1]."""
+    numba, kernel = _kernel()
+    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    out = torch.empty(q.shape, dtype=torch.float32)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float32)
+    if kv.quantized:
+        scales = kv.k_scale.numpy(), kv.v_scale.numpy()
+    else:
+        unused = torch.ones(1, 1, 1).numpy()
+        scales = unused, unused
+    kernel(q.contiguous().numpy(), kv.k.numpy(), kv.v.numpy(), *scales, kv.quantized, rows.tables.numpy(),
+           rows.seq.numpy(), rows.keys.numpy(), out.numpy(), lse.numpy())
+    return out, lse.unsqueeze(-1)
