@@ -13,6 +13,7 @@ from torch import nn
 from kvx.kernels import AttentionBackend, AttentionMetadata, KVCache, get_backend
 from kvx.errors import ModelError
 from kvx.models.base import ModelConfig
+from kvx.models.projection import Projection
 from kvx.models.rope import RopeTable, apply_rope, inverse_frequencies
 
 
@@ -48,15 +49,6 @@ def check_weights(c: ModelConfig, weights: dict[str, torch.Tensor], where: str) 
             raise ModelError(f"{where}: tensor {name} has shape {tuple(t.shape)}, expected {shape}")
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x @ weight.T in the weight's dtype, returned in x's dtype. With bfloat16 weights on a CPU the
-    matmul runs on the avx512_bf16 units (several times float32's speed) while the residual stream,
-    norms, rope and attention stay float32."""
-    if x.dtype == weight.dtype:
-        return F.linear(x, weight, bias)
-    return F.linear(x.to(weight.dtype), weight, bias).to(x.dtype)
-
-
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     # In float32 like transformers' RMSNorm, then back to the activation dtype before the weight.
     return weight * F.rms_norm(x.float(), (x.shape[-1],), eps=eps).to(x.dtype)
@@ -66,14 +58,13 @@ class DecoderLayer(nn.Module):
     def __init__(self, c: ModelConfig, w: dict[str, torch.Tensor], prefix: str):
         super().__init__()
         self.attn_norm = w[prefix + "attn_norm.weight"]
-        self.qkv = w[prefix + "qkv.weight"]
-        self.qkv_bias = w.get(prefix + "qkv.bias")
+        self.qkv = Projection(w[prefix + "qkv.weight"], w.get(prefix + "qkv.bias"))
         self.q_norm = w.get(prefix + "q_norm.weight")
         self.k_norm = w.get(prefix + "k_norm.weight")
-        self.o_proj = w[prefix + "o_proj.weight"]
+        self.o_proj = Projection(w[prefix + "o_proj.weight"])
         self.mlp_norm = w[prefix + "mlp_norm.weight"]
-        self.gate_up = w[prefix + "gate_up.weight"]
-        self.down = w[prefix + "down.weight"]
+        self.gate_up = Projection(w[prefix + "gate_up.weight"])
+        self.down = Projection(w[prefix + "down.weight"])
         self.eps = c.rms_norm_eps
         self.heads, self.kv_heads, self.head_dim = c.num_heads, c.num_kv_heads, c.head_dim
         self.split = [c.num_heads * c.head_dim, c.num_kv_heads * c.head_dim, c.num_kv_heads * c.head_dim]
@@ -81,7 +72,7 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, cos, sin, backend: AttentionBackend, layer_kv, meta: AttentionMetadata):
         t = x.shape[0]
-        q, k, v = linear(rms_norm(x, self.attn_norm, self.eps), self.qkv, self.qkv_bias).split(self.split, dim=-1)
+        q, k, v = self.qkv(rms_norm(x, self.attn_norm, self.eps)).split(self.split, dim=-1)
         q = q.view(t, self.heads, self.head_dim)
         k = k.view(t, self.kv_heads, self.head_dim)
         v = v.view(t, self.kv_heads, self.head_dim)
@@ -90,9 +81,9 @@ class DecoderLayer(nn.Module):
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         backend.store_kv(k, v, layer_kv, meta.slot_mapping)
         o = backend.attention(q, layer_kv, meta, self.scale)
-        x = x + linear(o.reshape(t, -1), self.o_proj)
-        gate, up = linear(rms_norm(x, self.mlp_norm, self.eps), self.gate_up).chunk(2, dim=-1)
-        return x + linear(F.silu(gate, inplace=True).mul_(up), self.down)  # in place: the MLP's largest buffers
+        x = x + self.o_proj(o.reshape(t, -1))
+        gate, up = self.gate_up(rms_norm(x, self.mlp_norm, self.eps)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate, inplace=True).mul_(up))  # in place: the MLP's largest buffers
 
 
 class LlamaModel(nn.Module):
@@ -112,7 +103,7 @@ class LlamaModel(nn.Module):
         self.backend = backend or get_backend("torch")
         self.embed = w["embed.weight"]
         self.norm = w["norm.weight"]
-        self.lm_head = self.embed if config.tie_word_embeddings else w["lm_head.weight"]
+        self.lm_head = Projection(self.embed if config.tie_word_embeddings else w["lm_head.weight"])
         self.layers = nn.ModuleList(DecoderLayer(config, w, f"layers.{i}.") for i in range(config.num_layers))
         inv_freq = inverse_frequencies(config.head_dim, config.rope_theta, config.rope_scaling)
         self.rope = RopeTable(inv_freq, self.act_dtype, initial=min(config.max_position_embeddings, 8192), device=device)
@@ -125,4 +116,4 @@ class LlamaModel(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x, cos, sin, self.backend, kv_cache.layer(i), meta)
         x = rms_norm(x[logits_indices], self.norm, self.config.rms_norm_eps)
-        return linear(x, self.lm_head).float()
+        return self.lm_head(x).float()
