@@ -91,6 +91,7 @@ class TokenDistances:
         self.longest = vocab.longest
         self.memo = np.where(dfa.accepting, 0, -1).astype(np.int32)
         self._byte_dist_ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
+        self._steps: tuple[np.ndarray, np.ndarray] | None = None
 
     def set_exact(self, dist: np.ndarray) -> None:
         self.memo = dist.astype(np.int32).copy()
@@ -108,10 +109,19 @@ class TokenDistances:
         return self.memo[states]
 
     def _canonical_step(self, s: int) -> tuple[int, int]:
-        row = self.dfa.trans[s]
-        cand = np.where(self.usable, self._byte_dist_ext[row], INF)
-        b = int(np.argmin(cand))
-        return b, int(row[b])
+        """The usable byte closest to acceptance from s (the lowest such byte on ties) and its state."""
+        if self._steps is None:  # all states at once, vectorised (one call per state cost 13 us)
+            self._steps = self._all_canonical_steps()
+        return int(self._steps[0][s]), int(self._steps[1][s])
+
+    def _all_canonical_steps(self, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        trans = self.dfa.trans
+        byte, nxt = np.empty(len(trans), np.int64), np.empty(len(trans), np.int64)
+        for a in range(0, len(trans), chunk):  # chunks bound the [states, 256] temporaries
+            rows = trans[a : a + chunk]
+            byte[a : a + chunk] = np.where(self.usable[None, :], self._byte_dist_ext[rows], INF).argmin(axis=1)
+            nxt[a : a + chunk] = rows[np.arange(len(rows)), byte[a : a + chunk]]
+        return byte, nxt
 
     def _fill(self, s: int) -> None:
         if self.byte_dist[s] >= INF:
