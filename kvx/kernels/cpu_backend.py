@@ -3,25 +3,23 @@ prefixes read once.
 
 The reference loops over sequences (one SDPA call per sequence and layer, K/V repeated to every
 query head), which dominates a CPU step. Here each step is planned once (all layers reuse the plan):
-  * decode rows (query length 1) run together: the leading blocks every decoding sequence shares
-    (same block ids: a common prompt prefix from the radix cache) are attended as one call over all
-    queries; the rest of each sequence's blocks are read in place by the numba kernel
-    (numba_paged.py), or, without it, gathered into a padded batch masked by length;
-  * extend rows (prefill chunks, jump-forward appends) use the same cascade: the cached blocks all
-    extend rows share, which lie wholly before every new token, are attended without a mask in one
-    call over all their queries; each sequence's own tail (its new tokens and what follows the
-    shared blocks) is attended causally: short ones by the numba kernel, long chunks by the flash
-    kernel one sequence at a time;
+  * the step's sequences fall in two groups (cpu_plan.py). Those with few new tokens (decode,
+    jump-forward appends; with numba installed, otherwise decode only) run together: the leading
+    blocks all of them share (same block ids: a common prompt prefix from the radix cache) are
+    attended as one call over all their queries, and the rest of each sequence's blocks are read
+    in place by the numba kernel (numba_paged.py), or gathered into a padded batch masked by length;
+  * longer chunks (prefill) use the same cascade: the cached blocks they all share, which lie
+    wholly before every new token, in one call without a mask; each sequence's own tail (its new
+    tokens and what follows the shared blocks) causally by the flash kernel, one at a time;
   * the partial softmaxes are merged with their log-sum-exp. Queries are grouped per KV head
     (GQA) instead of copying K/V to every query head.
 """
 from __future__ import annotations
 
-
 import torch
 
 from kvx.kernels import numba_paged
-from kvx.kernels.cpu_plan import DecodePlan, ExtendPlan, StepPlan
+from kvx.kernels.cpu_plan import DecodePlan, ExtendPlan, PagedPlan, StepPlan
 from kvx.kernels.interface import AttentionMetadata, LayerKV
 from kvx.kernels.torch_backend import TorchBackend
 
@@ -88,15 +86,21 @@ def ungroup(x: torch.Tensor, t: int) -> torch.Tensor:
     return x[0].view(hkv, -1, t, x_dim).permute(2, 0, 1, 3)
 
 
+def paged_attention(q: torch.Tensor, kv: LayerKV, plan: PagedPlan, scale: float) -> torch.Tensor:
+    """q [T, Hq, D]: the new tokens of the sequences with few of them, back to back -> [T, Hq, D]."""
+    t, hq, d = q.shape
+    hkv = kv.k.shape[2]
+    qg = q.float().view(t, hkv, hq // hkv, d) * scale  # [T, Hkv, G, D]
+    o, lse = numba_paged.paged_attention_rows(qg, kv, plan.paged)
+    return with_shared(o, lse, qg.view(t, hq, d), kv, plan.shared).reshape(t, hq, d).to(q.dtype)
+
+
 def decode_attention(q: torch.Tensor, kv: LayerKV, plan: DecodePlan, scale: float) -> torch.Tensor:
     """q [B, Hq, D] (one query per sequence, at its last position) -> [B, Hq, D]."""
     b, hq, d = q.shape
     hkv = kv.k.shape[2]
     qg = q.float().view(b, hkv, hq // hkv, d) * scale  # [B, Hkv, G, D]
-    if plan.bias is None:  # the numba kernel reads the own blocks in place
-        o, lse = numba_paged.paged_attention_rows(qg, kv, plan.paged)
-    else:
-        o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
+    o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
     return with_shared(o, lse, qg.view(b, hq, d), kv, plan.shared).reshape(b, hq, d).to(q.dtype)
 
 
@@ -105,18 +109,15 @@ def extend_attention(q: torch.Tensor, kv: LayerKV, plan: ExtendPlan, scale: floa
     t, hq, d = q.shape
     hkv = kv.k.shape[2]
     qs = q.float() * scale
-    o = qs.new_empty(t, hkv, hq // hkv, d)
-    lse = qs.new_empty(t, hkv, hq // hkv, 1)
+    outs, lses, start = [], [], 0
     for part in plan.parts:
         k, v = gather_blocks(kv, part.blocks[None])
         k, v = (x.flatten(1, 2)[:, : part.keys].transpose(1, 2) for x in (k, v))  # [1, Hkv, keys, D]
-        rows = slice(part.start, part.start + part.count)
-        o_part, lse_part = _attend(group_queries(qs[rows], hkv), k, v, part.bias)
-        o[rows], lse[rows] = ungroup(o_part, part.count), ungroup(lse_part, part.count)
-    if plan.few is not None:
-        qf = qs[plan.few_rows].view(-1, hkv, hq // hkv, d)
-        o[plan.few_rows], lse[plan.few_rows] = numba_paged.paged_attention_rows(qf, kv, plan.few)
-    o = with_shared(o, lse, qs, kv, plan.shared)  # [T, Hkv, G, D]
+        o, lse = _attend(group_queries(qs[start : start + part.count], hkv), k, v, part.bias)
+        outs.append(ungroup(o, part.count))
+        lses.append(ungroup(lse, part.count))
+        start += part.count
+    o = with_shared(torch.cat(outs), torch.cat(lses), qs, kv, plan.shared)  # [T, Hkv, G, D]
     return o.reshape(t, hq, d).to(q.dtype)
 
 
@@ -148,13 +149,14 @@ class CpuBackend(TorchBackend):
 
     def attention(self, q, kv: LayerKV, meta: AttentionMetadata, scale: float):
         plan = self._plan_for(meta, kv, q.shape[1] // kv.k.shape[2])
-        if plan.decode is None and plan.extend is None:  # a step with no query rows
+        groups = [(run, part) for run, part in ((paged_attention, plan.paged), (decode_attention, plan.decode),
+                                                (extend_attention, plan.extend)) if part is not None]
+        if not groups:  # a step with no query rows
             return torch.empty_like(q)
-        if plan.extend is None:  # one kind of row: its rows are all of q, in order (no gather, no scatter)
-            return decode_attention(q, kv, plan.decode, scale)
-        if plan.decode is None:
-            return extend_attention(q, kv, plan.extend, scale)
+        if len(groups) == 1:  # its rows are all the rows of q, in order: no gather, no scatter
+            run, part = groups[0]
+            return run(q, kv, part, scale)
         out = torch.empty_like(q)
-        out[plan.decode.rows] = decode_attention(q[plan.decode.rows], kv, plan.decode, scale)
-        out[plan.extend.rows] = extend_attention(q[plan.extend.rows], kv, plan.extend, scale)
+        for run, part in groups:
+            out[part.rows] = run(q[part.rows], kv, part, scale)
         return out

@@ -11,8 +11,8 @@ import torch
 from kvx.kernels.interface import AttentionMetadata
 from kvx.kernels.numba_paged import PagedRows
 
-# extend sequences with at most this many new tokens (jump-forward appends, short chunks) go to the
-# numba kernel with the decode rows; longer chunks keep the flash kernel, whose tiles they fill
+# sequences with at most this many new tokens (decode, jump-forward appends, short chunks) go to the
+# numba kernel; longer chunks keep the flash kernel, whose tiles they fill
 FEW_QUERIES = 16
 
 
@@ -25,44 +25,61 @@ def shared_prefix_blocks(tables: torch.Tensor, outside: list[int], block_size: i
     return min(int(same.sum()), min(outside) // block_size)
 
 
-def length_bias(keys: torch.Tensor, width: int) -> torch.Tensor:
-    """[B, 1, 1, width]: 0 for the first keys[b] positions of row b, -inf past them."""
-    past_end = torch.arange(width)[None, :] >= keys[:, None]
-    return torch.zeros(past_end.shape).masked_fill_(past_end, float("-inf"))[:, None, None, :]
+@dataclasses.dataclass
+class PagedPlan:
+    """numba route: the sequences with at most FEW_QUERIES new tokens (decode tokens, jump-forward
+    appends); every row reads its own blocks in place, the blocks all of them share are one cascade."""
+
+    rows: torch.Tensor  # their rows of q, sequence by sequence
+    paged: PagedRows  # over the blocks past the shared ones
+    shared: torch.Tensor | None  # [c] block ids every one of them has cached before its new tokens
+
+    @staticmethod
+    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "PagedPlan":
+        tables = meta.block_tables[torch.tensor(seqs)]
+        qlens = [meta.query_lens_cpu[i] for i in seqs]
+        lens = [meta.seq_lens_cpu[i] for i in seqs]
+        # a lone sequence gains nothing from splitting its keys in two
+        c = shared_prefix_blocks(tables, [n - q for n, q in zip(lens, qlens)], block_size) if len(seqs) > 1 else 0
+        width = (max(lens) + block_size - 1) // block_size - c
+        rows, seq, keys = [], [], []
+        for i, (start, n, seq_len) in enumerate(zip((starts[s] for s in seqs), qlens, lens)):
+            own = seq_len - c * block_size  # query j sees its own-part keys up to its position
+            rows.append(torch.arange(start, start + n))
+            keys.append(torch.arange(own - n + 1, own + 1))
+            seq.append(torch.full((n,), i))
+        paged = PagedRows(tables[:, c : c + width].long(), torch.cat(seq), torch.cat(keys))
+        return PagedPlan(torch.cat(rows), paged, tables[0, :c].long() if c else None)
 
 
 @dataclasses.dataclass
 class DecodePlan:
+    """torch route: decode rows, their own blocks gathered into a padded batch masked by length."""
+
     rows: torch.Tensor  # rows of q that are decode queries
     tables: torch.Tensor  # [B, width] block ids past the shared prefix
-    own: torch.Tensor  # [B] key positions each sequence has in those blocks
-    bias: torch.Tensor | None  # torch route: length_bias of own over the gathered width
+    bias: torch.Tensor  # [B, 1, 1, width * block_size]: 0 for key positions inside each sequence, -inf past it
     shared: torch.Tensor | None  # [c] block ids every decoding sequence shares (None if c == 0)
 
-    @property
-    def paged(self) -> PagedRows:
-        return PagedRows(self.tables, torch.arange(len(self.own)), self.own)
-
     @staticmethod
-    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int, paged: bool) -> "DecodePlan":
+    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "DecodePlan":
         tables = meta.block_tables[torch.tensor(seqs)]
         lens = [meta.seq_lens_cpu[i] for i in seqs]
         # a lone decode row gains nothing from splitting its keys in two (an extend row does: its
         # cached part then needs no causal mask)
         c = shared_prefix_blocks(tables, [n - 1 for n in lens], block_size) if len(seqs) > 1 else 0
         width = (max(lens) + block_size - 1) // block_size - c
-        own = torch.tensor(lens) - c * block_size
-        bias = None if paged else length_bias(own, width * block_size)
+        past_end = torch.arange(width * block_size)[None, :] >= (torch.tensor(lens) - c * block_size)[:, None]
+        bias = torch.zeros(past_end.shape).masked_fill_(past_end, float("-inf"))[:, None, None, :]
         shared = tables[0, :c].long() if c else None
         rows = torch.tensor([starts[i] for i in seqs])
-        return DecodePlan(rows, tables[:, c : c + width].long(), own, bias, shared)
+        return DecodePlan(rows, tables[:, c : c + width].long(), bias, shared)
 
 
 @dataclasses.dataclass
 class ExtendPart:
-    """One extend sequence's own part, for the flash route: its blocks past the shared ones."""
+    """One extend sequence's own part: its blocks past the shared ones and its causal bias."""
 
-    start: int  # its first row among the extend rows
     count: int  # its query rows
     blocks: torch.Tensor  # [w] block ids
     keys: int  # key positions used in those blocks
@@ -71,41 +88,35 @@ class ExtendPart:
 
 @dataclasses.dataclass
 class ExtendPlan:
+    """Flash route: extend sequences one at a time over their own blocks, plus the shared cascade."""
+
     rows: torch.Tensor  # rows of q that are extend queries, sequence by sequence
     shared: torch.Tensor | None  # [c] block ids every extend sequence has cached before its new tokens
-    parts: list[ExtendPart]  # the flash route's sequences
-    few_rows: torch.Tensor | None  # extend rows (among rows) of the numba kernel's sequences
-    few: PagedRows | None
+    parts: list[ExtendPart]
 
     @staticmethod
-    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int, group: int,
-              paged: bool) -> "ExtendPlan":
+    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int, group: int) -> "ExtendPlan":
         tables = meta.block_tables[torch.tensor(seqs)]
         qlens = [meta.query_lens_cpu[i] for i in seqs]
         lens = [meta.seq_lens_cpu[i] for i in seqs]
         c = shared_prefix_blocks(tables, [n - q for n, q in zip(lens, qlens)], block_size)
-        parts, few_rows, few_tables, few_seq, few_keys, start = [], [], [], [], [], 0
+        parts = []
         for row, n, seq_len in zip(tables, qlens, lens):
             keys = seq_len - c * block_size
+            qpos = torch.arange(keys - n, keys)[:, None]  # own-part coordinates
+            bias = torch.zeros(n, keys).masked_fill_(torch.arange(keys)[None, :] > qpos, float("-inf"))
             blocks = row[c : c + (keys + block_size - 1) // block_size].long()
-            if paged and n <= FEW_QUERIES:  # query j sees its own-part keys up to its position
-                few_rows.append(torch.arange(start, start + n))
-                few_keys.append(torch.arange(keys - n + 1, keys + 1))
-                few_seq.append(torch.full((n,), len(few_tables)))
-                few_tables.append(row[c:].long())
-            else:
-                qpos = torch.arange(keys - n, keys)[:, None]  # own-part coordinates
-                bias = torch.zeros(n, keys).masked_fill_(torch.arange(keys)[None, :] > qpos, float("-inf"))
-                parts.append(ExtendPart(start, n, blocks, keys, bias.repeat(group, 1)[None, None]))
-            start += n
+            parts.append(ExtendPart(n, blocks, keys, bias.repeat(group, 1)[None, None]))
         rows = torch.cat([torch.arange(starts[i], starts[i] + n) for i, n in zip(seqs, qlens)])
-        few = PagedRows(torch.stack(few_tables), torch.cat(few_seq), torch.cat(few_keys)) if few_rows else None
-        return ExtendPlan(rows, tables[0, :c].long() if c else None, parts,
-                          torch.cat(few_rows) if few_rows else None, few)
+        return ExtendPlan(rows, tables[0, :c].long() if c else None, parts)
 
 
 @dataclasses.dataclass
 class StepPlan:
+    """The step's sequences in (at most) two groups: with numba, PagedPlan (few new tokens) and
+    ExtendPlan (longer chunks); without, DecodePlan (one new token) and ExtendPlan (more)."""
+
+    paged: PagedPlan | None
     decode: DecodePlan | None
     extend: ExtendPlan | None
 
@@ -113,7 +124,12 @@ class StepPlan:
     def build(meta: AttentionMetadata, block_size: int, group: int, paged: bool) -> "StepPlan":
         """paged: the numba kernel can read this pool (numba_paged.supports)."""
         starts = meta.query_start_loc[:-1].tolist()
-        decode = [i for i, n in enumerate(meta.query_lens_cpu) if n == 1]
-        extend = [i for i, n in enumerate(meta.query_lens_cpu) if n > 1]
-        return StepPlan(DecodePlan.build(meta, decode, starts, block_size, paged) if decode else None,
-                        ExtendPlan.build(meta, extend, starts, block_size, group, paged) if extend else None)
+        few = FEW_QUERIES if paged else 1
+        short = [i for i, n in enumerate(meta.query_lens_cpu) if 0 < n <= few]
+        long = [i for i, n in enumerate(meta.query_lens_cpu) if n > few]
+        extend = ExtendPlan.build(meta, long, starts, block_size, group) if long else None
+        if not short:
+            return StepPlan(None, None, extend)
+        if paged:
+            return StepPlan(PagedPlan.build(meta, short, starts, block_size), None, extend)
+        return StepPlan(None, DecodePlan.build(meta, short, starts, block_size), extend)
