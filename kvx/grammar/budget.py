@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from kvx.grammar.dfa import DFA
-from kvx.grammar.network import neighbours
+from kvx.grammar.cdfa import neighbours
 from kvx.grammar.vocab import TokenVocab
 
 INF = np.int32(1 << 30)

@@ -67,7 +67,7 @@ def _warm_compiler() -> None:
     """Once per process: imports (jsonschema) and the schema-independent one-character automaton."""
     from kvx.grammar import formats, regex_parse  # noqa: F401
     from kvx.grammar.compile import compile_dfa  # noqa: F401
-    from kvx.grammar.network import any_char
+    from kvx.grammar.cdfa import any_char
 
     any_char()
 

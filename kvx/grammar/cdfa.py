@@ -1,0 +1,185 @@
+"""Compact DFAs over byte classes (`CDFA`) and the vectorised graph helpers the composer and the
+token budget share: CSR neighbours, reachability, trimming, the byte-class form of a 256-column
+DFA, one-class automata and bounded repetition of a one-character automaton as counter copies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvx.grammar.dfa import DFA
+from kvx.grammar.nfa import TooLarge
+
+
+def neighbours(frontier: np.ndarray, starts: np.ndarray, counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """All targets[starts[f] : starts[f] + counts[f]] for f in frontier (CSR rows, vectorised)."""
+    cnt = counts[frontier]
+    total = int(cnt.sum())
+    offsets = np.repeat(starts[frontier] - (np.cumsum(cnt) - cnt), cnt) + np.arange(total)
+    return targets[offsets]
+
+
+def reach(n: int, src: np.ndarray, dst: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """States reachable from `seeds` along edges src -> dst (vectorised breadth-first search)."""
+    order = np.argsort(src, kind="stable")
+    dst_sorted = dst[order]
+    counts = np.bincount(src, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(counts)])
+    seen = np.zeros(n, dtype=bool)
+    frontier = np.unique(np.asarray(seeds, dtype=np.int64))
+    seen[frontier] = True
+    while len(frontier):
+        cand = neighbours(frontier, starts, counts, dst_sorted)
+        cand = np.unique(cand[~seen[cand]])
+        seen[cand] = True
+        frontier = cand
+    return seen
+
+
+@dataclass
+class CDFA:
+    """A trimmed DFA over byte classes: trans [S, K] (-1 dead), cob = class of each byte [256]."""
+
+    trans: np.ndarray
+    accepting: np.ndarray
+    start: int
+    cob: np.ndarray
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    def expand(self) -> DFA:
+        dfa = DFA(trans=np.ascontiguousarray(self.trans[:, self.cob]).astype(np.int32, copy=False),
+                  accepting=self.accepting.astype(bool), start=int(self.start))
+        dfa.__dict__["_compact"] = self  # so compact(dfa) and byte_distances need not rehash columns
+        return dfa
+
+
+def row_groups(mat: np.ndarray):
+    """np.unique(mat, axis=0, return_index=True, return_inverse=True) without its slow axis path:
+    rows are compared as raw bytes. Returns (first index of each group, group of each row)."""
+    mat = np.ascontiguousarray(mat)
+    keys = mat.view(np.dtype((np.void, mat.dtype.itemsize * mat.shape[1]))).reshape(-1)
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def column_classes(trans: np.ndarray):
+    """(first byte of each class, class_of_byte) for the identical columns of `trans`."""
+    first, inverse = row_groups(trans.T)
+    order = np.argsort(first)  # classes numbered by their first byte
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return first[order], rank[inverse].astype(np.int64)
+
+
+def compact(dfa: DFA) -> CDFA:
+    """The byte-class form of a 256-column DFA (cached on the DFA object)."""
+    hit = dfa.__dict__.get("_compact")
+    if hit is None:
+        reps, cob = column_classes(dfa.trans)
+        hit = CDFA(np.ascontiguousarray(dfa.trans[:, reps]).astype(np.int32), dfa.accepting.astype(bool),
+                   int(dfa.start), cob)
+        dfa.__dict__["_compact"] = hit
+    return hit
+
+
+def trim(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray,
+          all_live: bool = False) -> CDFA | None:
+    """Keep states reachable from `start` that can reach acceptance; None if the language is empty.
+    `all_live`: the caller knows every state can reach acceptance (only reachability is left)."""
+    n = trans.shape[0]
+    rows, ks = np.nonzero(trans >= 0)
+    pairs = np.unique(rows.astype(np.int64) * n + trans[rows, ks])
+    src, dst = pairs // n, pairs % n
+    if all_live:
+        seen = reach(n, src, dst, np.array([start]))
+    else:
+        live = reach(n, dst, src, np.flatnonzero(accepting))
+        if not live[start]:
+            return None
+        ok = live[src] & live[dst]
+        seen = reach(n, src[ok], dst[ok], np.array([start]))
+    keep = np.flatnonzero(seen)
+    if len(keep) == n:
+        return CDFA(trans.astype(np.int32, copy=False), accepting.astype(bool), int(start), cob)
+    remap = np.full(n + 1, -1, dtype=np.int32)
+    remap[keep] = np.arange(len(keep), dtype=np.int32)
+    return CDFA(remap[trans[keep]].astype(np.int32), accepting[keep].astype(bool), int(remap[start]), cob)
+
+
+_SINGLE_TRANS = np.array([[-1, 1], [-1, -1]], dtype=np.int32)
+_SINGLE_ACC = np.array([False, True])
+
+
+_SINGLES: dict[int, CDFA] = {}
+
+
+def single_class(mask: int) -> CDFA | None:
+    if not mask:
+        return None
+    hit = _SINGLES.get(mask)
+    if hit is not None:
+        return hit
+    if len(_SINGLES) > 4096:
+        _SINGLES.clear()
+    bits = np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8)
+    cob = np.unpackbits(bits, bitorder="little").astype(np.int64)
+    hit = _SINGLES[mask] = CDFA(_SINGLE_TRANS, _SINGLE_ACC, 0, cob)
+    return hit
+
+
+def empty_word() -> CDFA:
+    return CDFA(np.full((1, 1), -1, dtype=np.int32), np.array([True]), 0, np.zeros(256, dtype=np.int64))
+
+
+def is_prefix_char(x: CDFA) -> bool:
+    """One accepting state, no way out of it, no empty word: what `repeat_char` needs."""
+    acc = np.flatnonzero(x.accepting)
+    return len(acc) == 1 and not x.accepting[x.start] and not (x.trans[acc[0]] >= 0).any()
+
+
+def repeat_char(x: CDFA, lo: int, hi: int | None, max_states: int) -> CDFA | None:
+    """x{lo,hi} for a prefix-code x with one accepting state, as counter copies (numpy)."""
+    (final,) = np.flatnonzero(x.accepting)
+    inner = np.array([q for q in range(x.num_states) if q != final], dtype=np.int64)
+    m = len(inner)
+    pos = np.full(x.num_states + 1, -1, dtype=np.int64)
+    pos[inner] = np.arange(m)
+    copies = (hi if hi is not None else lo) + 1  # copy i = i characters done
+    if copies * m > max_states:
+        raise TooLarge(f"more than {max_states} DFA states")
+    t = x.trans[inner].astype(np.int64)
+    done = t == final
+    base = np.where((t >= 0) & ~done, pos[np.where(t >= 0, t, x.num_states)], -1)
+    blocks_n = copies if hi is None else copies - 1  # bounded: the last copy is one final state
+    offs = (np.arange(blocks_n, dtype=np.int64) * m)[:, None, None]
+    blocks = np.where(base >= 0, base[None] + offs, -1)  # [blocks, m, K]
+    s0 = int(pos[x.start])
+    nxt = (np.arange(blocks_n, dtype=np.int64) + 1) * m + s0
+    if hi is None:
+        nxt[-1] = (copies - 1) * m + s0  # unbounded: stay in the last copy
+    else:
+        nxt[-1] = blocks_n * m  # the final state
+    blocks = np.where(done[None], nxt[:, None, None], blocks)
+    trans = blocks.reshape(blocks_n * m, -1).astype(np.int32)
+    accepting = np.zeros(blocks_n * m, dtype=bool)
+    accepting[np.arange(lo, blocks_n) * m + s0] = True
+    if hi is not None:
+        trans = np.concatenate([trans, np.full((1, trans.shape[1]), -1, dtype=np.int32)])
+        accepting = np.append(accepting, True)
+    # every state is reachable (x is trimmed) and can finish: no trim needed
+    return CDFA(trans, accepting, s0, x.cob)
+
+
+_ANY_CHAR: list = []
+
+
+def any_char() -> CDFA:
+    if not _ANY_CHAR:
+        from kvx.grammar.schema_to_regex import any_char_dfa
+
+        _ANY_CHAR.append(compact(any_char_dfa()))
+    return _ANY_CHAR[0]
