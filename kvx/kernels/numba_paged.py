@@ -34,7 +34,8 @@ class PagedRows:
 
 @functools.cache
 def _kernel():
-    """(numba, compiled kernel), or None without numba. Compiled on first use, cached on disk."""
+    """(numba, compiled kernel), or None without numba (or if it cannot compile). Compiled on
+    first use, cached on disk under $KVX_CACHE/numba."""
     from kvx.models.cache import cache_root
 
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
@@ -90,6 +91,12 @@ def _kernel():
                     for d in range(dim):
                         out[r, h, g, d] = acc[h, g, d] / total[h, g]
 
+    try:  # compile now (or load the disk cache): a failure means the torch route, not a traceback later
+        q, kv = np.zeros((1, 1, 1, 1), np.float32), np.zeros((1, 1, 1, 1), np.float32)
+        ones, idx = np.ones((1, 1, 1), np.float32), np.zeros(1, np.int64)
+        attend(q, kv, kv, ones, ones, False, np.zeros((1, 1), np.int64), idx, idx + 1, q.copy(), ones.copy())
+    except Exception:  # noqa: BLE001 - numba's errors have no common base class
+        return None
     return numba, attend
 
 
