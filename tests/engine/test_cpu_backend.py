@@ -66,3 +66,13 @@ def test_store_matches_reference_store():
     CpuBackend().store_kv(k, v, a.layer(0), slots)
     store_kv_ref(k, v, b.layer(0), slots)
     assert torch.equal(a.data, b.data)
+
+
+def test_decode_and_short_extend_rows_take_the_numba_kernel(decode_route, monkeypatch):
+    """With numba, one kernel call covers the decode rows and the short extends of a step; the long
+    chunk goes to flash. Without it the kernel is never called."""
+    calls = []
+    real = numba_paged.paged_attention_rows
+    monkeypatch.setattr(numba_paged, "paged_attention_rows", lambda q, kv, rows: calls.append(len(rows.seq)) or real(q, kv, rows))
+    _run_against_reference(torch.float32, 2, [20, 13, 30, 15], [8, 1, 18, 1], 4)
+    assert calls == ([8 + 1 + 1] if decode_route == "numba" else [])
