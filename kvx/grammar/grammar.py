@@ -22,6 +22,7 @@ from kvx.grammar.dfa import DFA
 from kvx.grammar.matcher import Matcher
 from kvx.grammar.token_fsm import TokenFSM, token_matrix
 from kvx.grammar.vocab import TokenVocab, vocab_for
+from kvx.paths import cache_root
 
 CACHE_FORMAT = 1
 
@@ -116,8 +117,7 @@ def compile_schema(
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("KVX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kvx")
-    return Path(root) / "grammar"
+    return cache_root() / "grammar"
 
 
 @lru_cache(maxsize=1)

@@ -21,6 +21,7 @@ import os
 import torch
 
 from kvx.kernels.interface import LayerKV
+from kvx.paths import cache_root
 
 
 @dataclasses.dataclass
@@ -36,8 +37,6 @@ class PagedRows:
 def _kernel():
     """(numba, compiled kernel), or None without numba (or if it cannot compile). Compiled on
     first use, cached on disk under $KVX_CACHE/numba."""
-    from kvx.models.cache import cache_root
-
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
     try:
         import numba

@@ -19,14 +19,11 @@ from typing import Callable
 import torch
 
 from kvx.models.base import ModelConfig
+from kvx.paths import cache_root
 
 FORMAT = 1  # bump when the converted layout changes: old entries are then ignored (new key)
 FULL_HASH_LIMIT = 1 << 30  # files above 1 GiB are hashed by samples (hashing 98 MB in full takes 0.25 s)
 SAMPLE = 4 << 20
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("KVX_CACHE") or "~/.cache/kvx").expanduser()
 
 
 def content_key(path: Path) -> str:
