@@ -24,8 +24,9 @@ from kvx.kernels.interface import AttentionMetadata, LayerKV
 from kvx.kernels.torch_backend import TorchBackend
 
 
-def gather_blocks(kv: LayerKV, blocks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """K, V of blocks [...] as float32 [..., block_size, kv_heads, head_dim], dequantised if int8."""
+def gather_blocks(kv: LayerKV, blocks: torch.Tensor | slice) -> tuple[torch.Tensor, torch.Tensor]:
+    """K, V of blocks [...] as float32 [..., block_size, kv_heads, head_dim], dequantised if int8
+    (for a slice of a float32 pool: views, no copy)."""
     k, v = kv.k[blocks], kv.v[blocks]
     if kv.quantized:
         return k.float() * kv.k_scale[blocks][..., None], v.float() * kv.v_scale[blocks][..., None]
@@ -63,13 +64,13 @@ def merge(o: torch.Tensor, lse: torch.Tensor, o2: torch.Tensor, lse2: torch.Tens
     return (o * w + o2 * w2) / (w + w2)
 
 
-def with_shared(o: torch.Tensor, lse: torch.Tensor, qs: torch.Tensor, kv: LayerKV, shared: torch.Tensor | None):
+def with_shared(o: torch.Tensor, lse: torch.Tensor, qs: torch.Tensor, kv: LayerKV, shared: torch.Tensor | slice | None):
     """Fold attention over the shared blocks into the partial (o, lse) [T, Hkv, G, *] of the rows'
     own keys: every query of qs [T, Hq, D] (pre-scaled) attends those blocks in one call."""
     if shared is None:
         return o
     t, hkv = qs.shape[0], kv.k.shape[2]
-    kc, vc = as_heads(*gather_blocks(kv, shared[None]))  # [1, Hkv, Lc, D]
+    kc, vc = as_heads(*(x[None] for x in gather_blocks(kv, shared)))  # [1, Hkv, Lc, D]; views for a slice
     o2, lse2 = _attend(group_queries(qs, hkv), kc, vc, None)
     return merge(o, lse, ungroup(o2, t), ungroup(lse2, t))
 

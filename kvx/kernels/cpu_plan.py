@@ -16,6 +16,19 @@ from kvx.kernels.numba_paged import PagedRows
 FEW_QUERIES = 16
 
 
+def shared_blocks(table_row: torch.Tensor, c: int) -> torch.Tensor | slice | None:
+    """The first c block ids of a table row; a slice when they are consecutive (the usual case: a
+    prompt's blocks come off the free list in order), so the cascade reads a view of the pool
+    instead of gathering a copy every layer."""
+    if not c:
+        return None
+    ids = table_row[:c].long()
+    first = int(ids[0])
+    if int(ids[-1]) - first == c - 1 and bool((ids.diff() == 1).all()):
+        return slice(first, first + c)
+    return ids
+
+
 def shared_prefix_blocks(tables: torch.Tensor, outside: list[int], block_size: int) -> int:
     """Leading block columns identical in every row, ending at or before each row's outside[i]
     (decode: its last token, which must stay in the row's own part; extend: its first new token)."""
@@ -32,7 +45,7 @@ class PagedPlan:
 
     rows: torch.Tensor  # their rows of q, sequence by sequence
     paged: PagedRows  # over the blocks past the shared ones
-    shared: torch.Tensor | None  # [c] block ids every one of them has cached before its new tokens
+    shared: torch.Tensor | slice | None  # [c] block ids every one of them has cached before its new tokens
 
     @staticmethod
     def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "PagedPlan":
@@ -49,7 +62,7 @@ class PagedPlan:
             keys.append(torch.arange(own - n + 1, own + 1))
             seq.append(torch.full((n,), i))
         paged = PagedRows(tables[:, c : c + width].long(), torch.cat(seq), torch.cat(keys))
-        return PagedPlan(torch.cat(rows), paged, tables[0, :c].long() if c else None)
+        return PagedPlan(torch.cat(rows), paged, shared_blocks(tables[0], c))
 
 
 @dataclasses.dataclass
@@ -59,7 +72,7 @@ class DecodePlan:
     rows: torch.Tensor  # rows of q that are decode queries
     tables: torch.Tensor  # [B, width] block ids past the shared prefix
     bias: torch.Tensor  # [B, 1, 1, width * block_size]: 0 for key positions inside each sequence, -inf past it
-    shared: torch.Tensor | None  # [c] block ids every decoding sequence shares (None if c == 0)
+    shared: torch.Tensor | slice | None  # [c] block ids every decoding sequence shares (None if c == 0)
 
     @staticmethod
     def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "DecodePlan":
@@ -71,7 +84,7 @@ class DecodePlan:
         width = (max(lens) + block_size - 1) // block_size - c
         past_end = torch.arange(width * block_size)[None, :] >= (torch.tensor(lens) - c * block_size)[:, None]
         bias = torch.zeros(past_end.shape).masked_fill_(past_end, float("-inf"))[:, None, None, :]
-        shared = tables[0, :c].long() if c else None
+        shared = shared_blocks(tables[0], c)
         rows = torch.tensor([starts[i] for i in seqs])
         return DecodePlan(rows, tables[:, c : c + width].long(), bias, shared)
 
@@ -91,7 +104,7 @@ class ExtendPlan:
     """Flash route: extend sequences one at a time over their own blocks, plus the shared cascade."""
 
     rows: torch.Tensor  # rows of q that are extend queries, sequence by sequence
-    shared: torch.Tensor | None  # [c] block ids every extend sequence has cached before its new tokens
+    shared: torch.Tensor | slice | None  # [c] block ids every extend sequence has cached before its new tokens
     parts: list[ExtendPart]
 
     @staticmethod
@@ -108,7 +121,7 @@ class ExtendPlan:
             blocks = row[c : c + (keys + block_size - 1) // block_size].long()
             parts.append(ExtendPart(n, blocks, keys, bias.repeat(group, 1)[None, None]))
         rows = torch.cat([torch.arange(starts[i], starts[i] + n) for i, n in zip(seqs, qlens)])
-        return ExtendPlan(rows, tables[0, :c].long() if c else None, parts)
+        return ExtendPlan(rows, shared_blocks(tables[0], c), parts)
 
 
 @dataclasses.dataclass

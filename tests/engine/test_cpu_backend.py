@@ -16,14 +16,16 @@ def decode_route(request, monkeypatch):
     return request.param
 
 
-def _run_against_reference(dtype, shared, lens, qlens, seed):
-    """Fill a pool with random K/V for sequences whose first `shared` blocks are the same ids, then
-    compare one step of the CPU backend with the per-sequence reference."""
+def _run_against_reference(dtype, shared, lens, qlens, seed, consecutive=True):
+    """Fill a pool with random K/V for sequences whose first `shared` blocks are the same ids
+    (consecutive ones, which the backend reads as a view, or not), then compare one step of the
+    CPU backend with the per-sequence reference."""
     g = torch.Generator().manual_seed(seed)
     bs, hkv, hq, d = 4, 2, 6, 8
     cache = KVCache(1, 64, bs, hkv, d, dtype)
     free = iter(range(shared, 64))
-    tables = [list(range(shared)) + [next(free) for _ in range(-(-n // bs) - shared)] for n in lens]
+    common = list(range(shared)) if consecutive else list(range(shared))[::-1]
+    tables = [common + [next(free) for _ in range(-(-n // bs) - shared)] for n in lens]
     backend = CpuBackend()
     layer = cache.layer(0)
     for t, n in zip(tables, lens):  # fill every sequence's KV (the shared blocks get written repeatedly: same ids)
@@ -38,17 +40,19 @@ def _run_against_reference(dtype, shared, lens, qlens, seed):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
 @pytest.mark.parametrize("shared", [0, 3])
-def test_decode_rows_with_a_prefill_chunk_match_reference(dtype, shared):
-    _run_against_reference(dtype, shared, [14, 30, 13, 21, 9], [1, 1, 5, 1, 1], shared)
+@pytest.mark.parametrize("consecutive", [True, False], ids=["run", "scattered"])
+def test_decode_rows_with_a_prefill_chunk_match_reference(dtype, shared, consecutive):
+    _run_against_reference(dtype, shared, [14, 30, 13, 21, 9], [1, 1, 5, 1, 1], shared, consecutive)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int8])
 @pytest.mark.parametrize("shared", [0, 2, 3])
-def test_extend_rows_cascade_matches_reference(dtype, shared):
+@pytest.mark.parametrize("consecutive", [True, False], ids=["run", "scattered"])
+def test_extend_rows_cascade_matches_reference(dtype, shared, consecutive):
     # prefill chunks of several lengths over a common cached prefix (one starting exactly at the end
     # of the shared blocks, one covering part of them: then fewer blocks are shared), two decodes
     lens, qlens = [20, 13, 30, 15, 17, 19], [8, 1, 18, 3, 5, 1]
-    _run_against_reference(dtype, shared, lens, qlens, 10 + shared)
+    _run_against_reference(dtype, shared, lens, qlens, 10 + shared, consecutive)
 
 
 @pytest.mark.parametrize("lens,qlens", [([11], [11]), ([23], [6]), ([9, 9], [9, 2]), ([5], [1]), ([20, 30, 14], [18, 5, 1])])
@@ -76,3 +80,13 @@ def test_decode_and_short_extend_rows_take_the_numba_kernel(decode_route, monkey
     monkeypatch.setattr(numba_paged, "paged_attention_rows", lambda q, kv, rows: calls.append(len(rows.seq)) or real(q, kv, rows))
     _run_against_reference(torch.float32, 2, [20, 13, 30, 15], [8, 1, 18, 1], 4)
     assert calls == ([8 + 1 + 1] if decode_route == "numba" else [])
+
+
+def test_shared_blocks_are_a_slice_only_when_consecutive():
+    from kvx.kernels.cpu_plan import shared_blocks
+
+    row = torch.tensor([7, 8, 9, 4, 5], dtype=torch.int32)
+    assert shared_blocks(row, 3) == slice(7, 10)
+    assert shared_blocks(row, 0) is None
+    assert torch.equal(shared_blocks(row, 4), torch.tensor([7, 8, 9, 4]))
+    assert torch.equal(shared_blocks(torch.tensor([3, 5, 4]), 3), torch.tensor([3, 5, 4]))  # ends 2 apart, not a run
