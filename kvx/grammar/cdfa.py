@@ -87,7 +87,7 @@ def compact(dfa: DFA) -> CDFA:
 
 
 def trim(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray,
-          all_live: bool = False) -> CDFA | None:
+         all_live: bool = False) -> CDFA | None:
     """Keep states reachable from `start` that can reach acceptance; None if the language is empty.
     `all_live`: the caller knows every state can reach acceptance (only reachability is left)."""
     n = trans.shape[0]

@@ -87,22 +87,17 @@ def ungroup(x: torch.Tensor, t: int) -> torch.Tensor:
     return x[0].view(hkv, -1, t, x_dim).permute(2, 0, 1, 3)
 
 
-def paged_attention(q: torch.Tensor, kv: LayerKV, plan: PagedPlan, scale: float) -> torch.Tensor:
-    """q [T, Hq, D]: the new tokens of the sequences with few of them, back to back -> [T, Hq, D]."""
+def few_attention(q: torch.Tensor, kv: LayerKV, plan: PagedPlan | DecodePlan, scale: float) -> torch.Tensor:
+    """q [T, Hq, D]: the new tokens of the sequences with few of them (decode tokens, appends),
+    back to back -> [T, Hq, D]. Own blocks in place (numba) or gathered (torch), then the cascade."""
     t, hq, d = q.shape
     hkv = kv.k.shape[2]
     qg = q.float().view(t, hkv, hq // hkv, d) * scale  # [T, Hkv, G, D]
-    o, lse = numba_paged.paged_attention_rows(qg, kv, plan.paged)
+    if isinstance(plan, PagedPlan):
+        o, lse = numba_paged.paged_attention_rows(qg, kv, plan.paged)
+    else:
+        o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
     return with_shared(o, lse, qg.view(t, hq, d), kv, plan.shared).reshape(t, hq, d).to(q.dtype)
-
-
-def decode_attention(q: torch.Tensor, kv: LayerKV, plan: DecodePlan, scale: float) -> torch.Tensor:
-    """q [B, Hq, D] (one query per sequence, at its last position) -> [B, Hq, D]."""
-    b, hq, d = q.shape
-    hkv = kv.k.shape[2]
-    qg = q.float().view(b, hkv, hq // hkv, d) * scale  # [B, Hkv, G, D]
-    o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
-    return with_shared(o, lse, qg.view(b, hq, d), kv, plan.shared).reshape(b, hq, d).to(q.dtype)
 
 
 def extend_attention(q: torch.Tensor, kv: LayerKV, plan: ExtendPlan, scale: float) -> torch.Tensor:
@@ -150,8 +145,8 @@ class CpuBackend(TorchBackend):
 
     def attention(self, q, kv: LayerKV, meta: AttentionMetadata, scale: float):
         plan = self._plan_for(meta, kv, q.shape[1] // kv.k.shape[2])
-        groups = [(run, part) for run, part in ((paged_attention, plan.paged), (decode_attention, plan.decode),
-                                                (extend_attention, plan.extend)) if part is not None]
+        groups = [(run, part) for run, part in ((few_attention, plan.few), (extend_attention, plan.extend))
+                  if part is not None]
         if not groups:  # a step with no query rows
             return torch.empty_like(q)
         if len(groups) == 1:  # its rows are all the rows of q, in order: no gather, no scatter

@@ -1,7 +1,7 @@
 """The CPU backend's plan of one step, made from the metadata alone once per step (the first
-layer) and reused by every layer: which query rows are decode and extend rows, the blocks their
-sequences share, and for each sequence's own blocks either the inputs of the in-place numba kernel
-(`PagedRows`) or the masks of the gathered torch route."""
+layer) and reused by every layer: which sequences have few new tokens and which long chunks, the
+blocks each group shares, and for each sequence's own blocks either the inputs of the in-place
+numba kernel (`PagedRows`) or the masks of the gathered torch route."""
 from __future__ import annotations
 
 import dataclasses
@@ -23,9 +23,8 @@ def shared_blocks(table_row: torch.Tensor, c: int) -> torch.Tensor | slice | Non
     if not c:
         return None
     ids = table_row[:c].long()
-    first = int(ids[0])
-    if int(ids[-1]) - first == c - 1 and bool((ids.diff() == 1).all()):
-        return slice(first, first + c)
+    if bool((ids.diff() == 1).all()):
+        return slice(int(ids[0]), int(ids[0]) + c)
     return ids
 
 
@@ -55,14 +54,14 @@ class PagedPlan:
         # a lone sequence gains nothing from splitting its keys in two
         c = shared_prefix_blocks(tables, [n - q for n, q in zip(lens, qlens)], block_size) if len(seqs) > 1 else 0
         width = (max(lens) + block_size - 1) // block_size - c
-        rows, seq, keys = [], [], []
-        for i, (start, n, seq_len) in enumerate(zip((starts[s] for s in seqs), qlens, lens)):
-            own = seq_len - c * block_size  # query j sees its own-part keys up to its position
-            rows.append(torch.arange(start, start + n))
-            keys.append(torch.arange(own - n + 1, own + 1))
-            seq.append(torch.full((n,), i))
-        paged = PagedRows(tables[:, c : c + width].long(), torch.cat(seq), torch.cat(keys))
-        return PagedPlan(torch.cat(rows), paged, shared_blocks(tables[0], c))
+        counts = torch.tensor(qlens)
+        seq = torch.repeat_interleave(torch.arange(len(seqs)), counts)  # each row's sequence
+        j = torch.arange(len(seq)) - torch.repeat_interleave(counts.cumsum(0) - counts, counts)  # its index there
+        own = torch.tensor(lens) - c * block_size  # query j sees its own-part keys up to its position
+        keys = own[seq] - counts[seq] + j + 1
+        rows = torch.tensor([starts[i] for i in seqs])[seq] + j
+        paged = PagedRows(tables[:, c : c + width].long(), seq, keys)
+        return PagedPlan(rows, paged, shared_blocks(tables[0], c))
 
 
 @dataclasses.dataclass
@@ -126,23 +125,19 @@ class ExtendPlan:
 
 @dataclasses.dataclass
 class StepPlan:
-    """The step's sequences in (at most) two groups: with numba, PagedPlan (few new tokens) and
-    ExtendPlan (longer chunks); without, DecodePlan (one new token) and ExtendPlan (more)."""
+    """The step's sequences in (at most) two groups: those with few new tokens (with numba a
+    PagedPlan, up to FEW_QUERIES of them; without, a DecodePlan of the one-token rows) and the
+    longer chunks (ExtendPlan)."""
 
-    paged: PagedPlan | None
-    decode: DecodePlan | None
+    few: PagedPlan | DecodePlan | None
     extend: ExtendPlan | None
 
     @staticmethod
     def build(meta: AttentionMetadata, block_size: int, group: int, paged: bool) -> "StepPlan":
         """paged: the numba kernel can read this pool (numba_paged.supports)."""
         starts = meta.query_start_loc[:-1].tolist()
-        few = FEW_QUERIES if paged else 1
-        short = [i for i, n in enumerate(meta.query_lens_cpu) if 0 < n <= few]
-        long = [i for i, n in enumerate(meta.query_lens_cpu) if n > few]
-        extend = ExtendPlan.build(meta, long, starts, block_size, group) if long else None
-        if not short:
-            return StepPlan(None, None, extend)
-        if paged:
-            return StepPlan(PagedPlan.build(meta, short, starts, block_size), None, extend)
-        return StepPlan(None, DecodePlan.build(meta, short, starts, block_size), extend)
+        limit = FEW_QUERIES if paged else 1
+        short = [i for i, n in enumerate(meta.query_lens_cpu) if 0 < n <= limit]
+        long = [i for i, n in enumerate(meta.query_lens_cpu) if n > limit]
+        few = (PagedPlan if paged else DecodePlan).build(meta, short, starts, block_size) if short else None
+        return StepPlan(few, ExtendPlan.build(meta, long, starts, block_size, group) if long else None)

@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import os
 
+import numpy as np
 import torch
 
 from kvx.kernels.interface import LayerKV
@@ -40,7 +41,6 @@ def _kernel():
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
     try:
         import numba
-        import numpy as np
     except ImportError:
         return None
 
@@ -99,6 +99,9 @@ def _kernel():
     return numba, attend
 
 
+_NO_SCALES = np.ones((1, 1, 1), np.float32)  # float32 pools: the kernel never reads it
+
+
 @functools.cache
 def available() -> bool:
     return os.environ.get("KVX_NUMBA", "1") != "0" and _kernel() is not None
@@ -115,11 +118,7 @@ def paged_attention_rows(q: torch.Tensor, kv: LayerKV, rows: PagedRows) -> tuple
     numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
     out = torch.empty(q.shape, dtype=torch.float32)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32)
-    if kv.quantized:
-        scales = kv.k_scale.numpy(), kv.v_scale.numpy()
-    else:
-        unused = torch.ones(1, 1, 1).numpy()
-        scales = unused, unused
+    scales = (kv.k_scale.numpy(), kv.v_scale.numpy()) if kv.quantized else (_NO_SCALES, _NO_SCALES)
     kernel(q.contiguous().numpy(), kv.k.numpy(), kv.v.numpy(), *scales, kv.quantized, rows.tables.numpy(),
            rows.seq.numpy(), rows.keys.numpy(), out.numpy(), lse.numpy())
     return out, lse.unsqueeze(-1)
