@@ -21,6 +21,8 @@ class EngineMetrics:
     computed_tokens: int = 0  # tokens that went through the model (prefill + decode + recompute)
     generated_tokens: int = 0
     forced_tokens: int = 0
+    drafted_tokens: int = 0  # speculation: tokens proposed, and those the model confirmed
+    accepted_draft_tokens: int = 0
     steps: int = 0
     step_tokens_sum: int = 0
     preemptions: int = 0
@@ -60,6 +62,8 @@ class EngineMetrics:
             "computed_tokens": self.computed_tokens,
             "generated_tokens": self.generated_tokens,
             "forced_tokens": self.forced_tokens,
+            "drafted_tokens": self.drafted_tokens,
+            "accepted_draft_tokens": self.accepted_draft_tokens,
             "output_tokens_per_s": self.generated_tokens / elapsed,
             "computed_tokens_per_s": self.computed_tokens / elapsed,
             "steps": self.steps,

@@ -33,6 +33,7 @@ class ExtractArgs:
     kv_memory: Optional[str] = None
     batch_tokens: int = 8192
     max_seqs: int = 128
+    speculate: int = 4
     dtype: str = "auto"
     attention: str = "auto"
     kv_dtype: str = "auto"
@@ -63,6 +64,7 @@ def extract(
     kv_memory: Optional[str] = typer.Option(None, help="KV cache pool size, e.g. 2GiB (default: a share of free memory)."),
     batch_tokens: int = typer.Option(8192, help="Token budget of one engine step."),
     max_seqs: int = typer.Option(128, help="Sequences decoded together at most."),
+    speculate: int = typer.Option(4, help="Greedy draft tokens per step copied from the text (same output, fewer steps; 0 = off)."),
     dtype: str = typer.Option("auto", help="Weights dtype: auto, float32, bfloat16."),
     attention: str = typer.Option("auto", help="Attention backend: auto, torch, triton."),
     kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, float32, bfloat16, float16, int8."),

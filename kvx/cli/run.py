@@ -32,6 +32,7 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
         kv_memory=parse_size(a.kv_memory, "--kv-memory"),
         batch_tokens=check_positive(a.batch_tokens, "--batch-tokens", 16),
         max_seqs=check_positive(a.max_seqs, "--max-seqs"),
+        speculate=check_positive(a.speculate, "--speculate", 0),
         whitespace=check_choice(a.whitespace, WHITESPACE, "--whitespace"),
         lenient=a.lenient,
     )

@@ -22,6 +22,7 @@ class EngineOptions:
     kv_memory: int | None = None  # bytes
     batch_tokens: int = 8192
     max_seqs: int = 128
+    speculate: int = 4  # EngineConfig.speculative_tokens
     whitespace: str = "compact"
     lenient: bool = False
 
@@ -67,6 +68,7 @@ def real_runtime(schema: dict, opts: EngineOptions) -> Runtime:
         kv_dtype=opts.kv_dtype,
         batch_tokens=opts.batch_tokens,
         max_seqs=opts.max_seqs,
+        speculative_tokens=opts.speculate,
         attention=opts.attention,
         dtype=opts.dtype,
     )

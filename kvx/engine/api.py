@@ -31,7 +31,8 @@ class Request:
     prompt_ids: list[int]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     priority: int = 0  # higher runs first and is preempted last
-    # Called once when the sequence starts decoding; returns a kvx.grammar Matcher (or None).
+    # Called once when the sequence starts decoding; returns a kvx.grammar Matcher (or None): it needs
+    # allowed_mask(), advance(tok), forced_tokens(); with is_allowed(tok) and fork() it also drafts.
     # A factory (not a matcher) so a preempted, recomputed sequence can start a fresh one.
     constraint: Callable[[], Any] | None = None
     user_data: Any = None  # carried through to the Result untouched
@@ -69,3 +70,5 @@ class EngineConfig:
     dtype: str = "auto"  # weights: "auto" | "float32" | "bfloat16"
     enable_prefix_cache: bool = True
     max_model_len: int | None = None  # None = the model's context length
+    speculative_tokens: int = 4  # prompt-lookup draft per greedy sequence and step (0 = off)
+    speculative_rows: int = 48  # draft only while running sequences x (1 + draft) fit in this

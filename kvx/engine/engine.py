@@ -1,8 +1,9 @@
 """The offline engine: requests in, results out as sequences finish (contract in kvx/engine/api.py).
 
 The step loop: pull requests lazily (at most max_queued waiting), schedule a step, run the model,
-publish full blocks to the radix cache, sample (grammar mask first, jump-forward appends after),
-and yield the sequences that finished.
+sample (grammar mask first, jump-forward appends after; a draft is cut back to what the logits
+confirm), publish full blocks to the radix cache, draft for the next step (speculation.py) and
+yield the sequences that finished.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from kvx.engine.radix_cache import RadixCache
 from kvx.engine.sampler import apply_mask, make_generator, sample
 from kvx.engine.scheduler import Scheduler
 from kvx.engine.sequence import Sequence
+from kvx.engine.speculation import SpeculationConfig, checked_choices, draft_length, kept_length, propose, row_masks
 from kvx.errors import CapacityError, ConfigError
 from kvx.metrics import EngineMetrics
 
@@ -93,6 +95,7 @@ class Engine:
         self.metrics = EngineMetrics(batch_tokens=config.batch_tokens, total_blocks=self.blocks.num_blocks)
         self.scheduler = Scheduler(self.blocks, self.cache, self.metrics, config.batch_tokens, config.max_seqs)
         self.runner = ModelRunner(model.model, self.kv_cache, device)
+        self.speculation = SpeculationConfig(config.speculative_tokens, config.speculative_rows)
         self._seq_no = 0
         self._evicted_before = 0
 
@@ -154,12 +157,12 @@ class Engine:
         if not step.seqs:
             raise RuntimeError("scheduler produced an empty step with work pending (KV pool accounting bug)")
         t0 = time.perf_counter()
-        logits, sampled = self.runner.run(step)
+        logits, sampled, counts = self.runner.run(step)
         t1 = time.perf_counter()
-        self.scheduler.after_step(step)
+        self.scheduler.advance(step)
         self.metrics.on_step(step.total_tokens, self.blocks.num_held, self.blocks.num_cached_idle)
-        seqs = [step.seqs[i] for i in sampled]
-        done = self._sample(seqs, logits)
+        done = self._sample([step.seqs[i] for i in sampled], counts, logits)
+        self.scheduler.publish(step)
         self.metrics.model_seconds += t1 - t0
         self.metrics.sample_seconds += time.perf_counter() - t1
         if self.cache is not None:
@@ -169,25 +172,57 @@ class Engine:
         self.metrics.cached_blocks = self.blocks.num_cached_idle
         return results
 
-    def _sample(self, seqs: list[Sequence], logits: torch.Tensor) -> list[Sequence]:
-        done = []
-        for j, seq in enumerate(seqs):
-            if seq.request.constraint is not None:
-                if seq.matcher is None:
-                    seq.matcher = seq.request.constraint()
-                allowed = seq.matcher.allowed_mask()
-                if not bool(allowed.any()):
-                    seq.finish("error", f"request {seq.request.id}: the grammar allows no next token")
-                apply_mask(logits[j], allowed)
+    def _sample(self, seqs: list[Sequence], counts: list[int], logits: torch.Tensor) -> list[Sequence]:
+        """counts[j] consecutive logits rows belong to seqs[j] (more than one: rows that check its draft)."""
+        masks: list[torch.Tensor | None] = []
+        for seq, n in zip(seqs, counts):
+            if seq.request.constraint is not None and seq.matcher is None:
+                seq.matcher = seq.request.constraint()
             if seq.generator is None and seq.request.sampling.temperature > 0:
                 seq.generator = make_generator(seq.request.sampling.seed)
-        tokens = sample(logits, [s.request.sampling for s in seqs], [s.generator for s in seqs])
-        for seq, tok in zip(seqs, tokens):
-            if seq.finish_reason is None:
-                self._accept(seq, tok)
+            masks.extend(row_masks(seq, n))
+        for row, allowed in zip(logits, masks):
+            if allowed is not None:
+                apply_mask(row, allowed)
+        owners = [seq for seq, n in zip(seqs, counts) for _ in range(n)]
+        tokens = sample(logits, [s.request.sampling for s in owners], [s.generator for s in owners])
+        done, first = [], 0
+        for seq, n in zip(seqs, counts):
+            self._take(seq, tokens[first:first + n], masks[first:first + n])
+            first += n
             if seq.finish_reason is not None:
                 done.append(seq)
+        k = draft_length(self.speculation, len(self.scheduler.running) - len(done))
+        for seq in seqs if k else ():
+            if seq.finish_reason is None:
+                self.metrics.drafted_tokens += propose(seq, k, self.max_model_len)
         return done
+
+    def _take(self, seq: Sequence, choices: list[int], masks: list[torch.Tensor | None]) -> None:
+        """Append the step's choices for seq: its confirmed draft tokens, then the model's next token."""
+        computed, base = seq.num_computed, seq.num_tokens - len(seq.draft)
+        drafted, checked = seq.token_ids[base:], seq.draft
+        seq.take_draft()
+        agreed, row = checked_choices(drafted, checked, choices)
+        for j, tok in enumerate(agreed):
+            self._choose(seq, tok, masks[j])
+            if seq.finish_reason is not None:
+                break
+        if seq.finish_reason is None:
+            if row is not None:
+                self._choose(seq, choices[row], masks[row])
+            elif seq.num_tokens == base + len(drafted):  # the draft ended at a choice: the last row makes it
+                self._choose(seq, choices[-1], masks[-1])
+        if drafted:
+            kept = kept_length(seq.token_ids[base:], drafted)
+            self.metrics.accepted_draft_tokens += kept
+            seq.num_computed = min(computed, base + kept)  # KV past the kept prefix is stale
+
+    def _choose(self, seq: Sequence, tok: int, allowed: torch.Tensor | None) -> None:
+        if allowed is not None and not bool(allowed.any()):
+            seq.finish("error", f"request {seq.request.id}: the grammar allows no next token")
+        else:
+            self._accept(seq, tok)
 
     def _accept(self, seq: Sequence, tok: int) -> None:
         """Append a sampled token, then the grammar-forced ones (jump-forward: computed next step as

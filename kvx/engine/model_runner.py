@@ -2,7 +2,8 @@
 
 For each scheduled sequence the step computes token_ids[num_computed : num_computed + n]; their
 rows are laid out back to back (the varlen layout of kvx.kernels.interface). Logits are requested only
-for sequences whose chunk reaches the end of their tokens: those get a token sampled.
+for sequences whose chunk reaches the end of their tokens: those get a token sampled (a sequence
+with a draft gets one more row per drafted token to confirm, Sequence.logit_positions).
 """
 from __future__ import annotations
 
@@ -21,27 +22,30 @@ class ModelRunner:
         self.bs = kv_cache.block_size
         self.device = device
 
-    def prepare(self, step: ScheduledStep) -> tuple[torch.Tensor, torch.Tensor, AttentionMetadata, torch.Tensor, list[int]]:
-        """(input_ids, positions, meta, logits_indices, which step entries get logits)."""
+    def prepare(self, step: ScheduledStep):
+        """(input_ids, positions, meta, logits_indices, which step entries get logits, rows of each)."""
         ids: list[int] = []
         positions: list[int] = []
-        query_lens, seq_lens, tables, sampled = [], [], [], []
+        query_lens, seq_lens, tables, sampled, rows, counts = [], [], [], [], [], []
         for i, (seq, n) in enumerate(zip(step.seqs, step.num_tokens)):
             start = seq.num_computed
+            if start + n == seq.num_tokens:
+                sampled.append(i)
+                wanted = seq.logit_positions()
+                rows.extend(len(ids) + p - start for p in wanted)
+                counts.append(len(wanted))
             ids.extend(seq.token_ids[start : start + n])
             positions.extend(range(start, start + n))
             query_lens.append(n)
             seq_lens.append(start + n)
             tables.append(seq.block_table)
-            if start + n == seq.num_tokens:
-                sampled.append(i)
         width = max(len(t) for t in tables)
         table = torch.tensor([t + [0] * (width - len(t)) for t in tables], dtype=torch.int32)
         qsl = torch.tensor([0, *itertools.accumulate(query_lens)], dtype=torch.int32)
         pos = torch.tensor(positions, dtype=torch.int64)
         owner = torch.repeat_interleave(torch.arange(len(query_lens)), torch.tensor(query_lens))
         slots = table[owner, pos // self.bs].long() * self.bs + pos % self.bs
-        logits_indices = (qsl[1:] - 1)[sampled].long() if sampled else torch.zeros(0, dtype=torch.int64)
+        logits_indices = torch.tensor(rows, dtype=torch.int64)
         dev = self.device
         meta = AttentionMetadata(
             query_start_loc=qsl.to(dev),
@@ -54,11 +58,12 @@ class ModelRunner:
             seq_lens_cpu=seq_lens,
         )
         input_ids = torch.tensor(ids, dtype=torch.int64, device=dev)
-        return input_ids, pos.to(dev), meta, logits_indices.to(dev), sampled
+        return input_ids, pos.to(dev), meta, logits_indices.to(dev), sampled, counts
 
     @torch.inference_mode()
-    def run(self, step: ScheduledStep) -> tuple[torch.Tensor, list[int]]:
-        """Forward one step; returns ([len(sampled), vocab] float32 logits on the host, sampled entries)."""
-        input_ids, positions, meta, logits_indices, sampled = self.prepare(step)
+    def run(self, step: ScheduledStep) -> tuple[torch.Tensor, list[int], list[int]]:
+        """Forward one step; returns ([rows, vocab] float32 logits on the host, the sampled step
+        entries, how many consecutive rows each of them owns)."""
+        input_ids, positions, meta, logits_indices, sampled, counts = self.prepare(step)
         logits = self.model(input_ids, positions, meta, self.kv_cache, logits_indices)
-        return logits.float().cpu(), sampled
+        return logits.float().cpu(), sampled, counts

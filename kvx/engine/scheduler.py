@@ -100,6 +100,8 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
+            if seq.draft and not self._draft_fits(seq, budget):
+                seq.take_draft()  # a draft is checked whole in one step, and never costs a preemption
             n = min(seq.num_uncomputed, budget)
             if self._grow(seq, seq.num_computed + n):
                 step.add(seq, n)
@@ -113,6 +115,9 @@ class Scheduler:
             step.add(self._last_admitted, n)
             budget -= n
         return step
+
+    def _draft_fits(self, seq: Sequence, budget: int) -> bool:
+        return seq.num_uncomputed <= budget and seq.blocks_needed(seq.num_tokens, self.bs) <= self.blocks.num_free
 
     def _grow(self, seq: Sequence, num_tokens: int) -> bool:
         """Give seq blocks for num_tokens tokens, preempting less important sequences if needed.
@@ -191,12 +196,17 @@ class Scheduler:
         self.blocks.release(seq.block_table)
         seq.block_table = []
 
-    def after_step(self, step: ScheduledStep) -> None:
-        """Advance computed counts and publish newly full blocks to the radix cache."""
+    def advance(self, step: ScheduledStep) -> None:
+        """The step's tokens are computed (a verified draft may then take some back)."""
         for seq, n in zip(step.seqs, step.num_tokens):
             seq.num_computed += n
-            if self.cache is None:
-                continue
+
+    def publish(self, step: ScheduledStep) -> None:
+        """Publish the step's newly full, computed blocks to the radix cache (after draft checks, so
+        a rejected draft token is never shared)."""
+        if self.cache is None:
+            return
+        for seq in step.seqs:
             full = min(seq.num_computed, seq.num_tokens) // self.bs
             if full > seq.num_cached_blocks:
                 seq.cache_node = self.cache.publish(

@@ -3,7 +3,9 @@
 `token_ids` holds prompt + generated tokens. The KV of the first `num_computed` of them sits in the
 pool, in the blocks listed by `block_table`. Each step computes a chunk of the rest; once the chunk
 reaches the end of `token_ids` the step's logits for the last token are sampled. Decode is the case
-where one token is left; a jump-forward append (grammar-forced tokens) leaves several.
+where one token is left; a jump-forward append (grammar-forced tokens) leaves several. A draft
+(speculation.py) is a tentative tail of `token_ids`: computed with the rest, then cut back to what
+the step's logits confirm.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ class Sequence:
     __slots__ = (
         "request", "seq_no", "token_ids", "num_prompt", "num_computed", "block_table",
         "num_cached_blocks", "cache_node", "status", "usage", "matcher", "generator", "stop_ids",
-        "finish_reason", "error", "admitted", "recomputes",
+        "finish_reason", "error", "admitted", "recomputes", "draft", "lookup", "lookup_upto",
     )
 
     def __init__(self, request: Request, seq_no: int, stop_ids: frozenset[int]):
@@ -46,6 +48,9 @@ class Sequence:
         self.error: str | None = None
         self.admitted = False  # counted once in the prompt-cache metrics, not again on recompute
         self.recomputes = 0
+        self.draft: list[bool] = []  # per drafted tail token: True if the step's logits must confirm it
+        self.lookup: dict[int, int] = {}  # token -> latest position (speculation's prompt lookup)
+        self.lookup_upto = 0
 
     # --- views -------------------------------------------------------------------------------
     @property
@@ -73,6 +78,12 @@ class Sequence:
         """Still computing prompt (or recomputed) tokens, i.e. more than a decode/extend is left."""
         return self.num_computed < self.num_prompt
 
+    def logit_positions(self) -> list[int]:
+        """Positions whose logits the step that reaches the end must return: the last one, and with a
+        draft also the position before each drafted token the logits confirm."""
+        first = self.num_tokens - len(self.draft) - 1
+        return [first + j for j, check in enumerate(self.draft) if check] + [self.num_tokens - 1]
+
     @property
     def max_new(self) -> int:
         return self.request.sampling.max_tokens
@@ -86,6 +97,15 @@ class Sequence:
         self.token_ids.append(token)
         self.usage.generated_tokens += 1
 
+    def take_draft(self) -> list[int]:
+        """Remove the drafted tail from token_ids and return it (its KV, if computed, is left to overwrite)."""
+        n = len(self.draft)
+        tail = self.token_ids[len(self.token_ids) - n:] if n else []
+        del self.token_ids[len(self.token_ids) - n:]
+        self.draft = []
+        self.num_computed = min(self.num_computed, len(self.token_ids))
+        return tail
+
     def finish(self, reason: str, error: str | None = None) -> None:
         self.status = Status.FINISHED
         self.finish_reason = reason
@@ -93,6 +113,7 @@ class Sequence:
 
     def reset_for_recompute(self) -> None:
         """Preempted: the KV is gone; generated tokens and the matcher state are kept and recomputed."""
+        self.take_draft()
         self.num_computed = 0
         self.block_table = []
         self.num_cached_blocks = 0

@@ -7,6 +7,8 @@ matcher steers along the shortest completion instead of dead-ending.
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from kvx.grammar.token_fsm import TokenFSM
@@ -63,6 +65,10 @@ class Matcher:
             self.finished = True
         else:
             self.state = self.fsm.next_state(self.state, token_id)
+
+    def fork(self) -> "Matcher":
+        """An independent copy at the same position (speculation walks a draft on one)."""
+        return copy.copy(self)  # the state is plain ints; the FSM and the cached masks are shared
 
     def forced_tokens(self) -> list[int]:
         """Tokens the grammar forces next (keys, punctuation, the rest of an enum value); pure.

@@ -54,6 +54,33 @@ class TinyAttentionModel(torch.nn.Module):
         return (x[logits_indices] @ self.out).float()
 
 
+class OddMatcher:
+    """A grammar stand-in: odd tokens only (EOS once 6 are out); after 7 it forces [11, 13, 15]."""
+
+    def __init__(self, vocab=VOCAB - 3, n=0, log=()):
+        self.vocab, self.n, self.log = vocab, n, list(log)
+
+    def allowed_mask(self):
+        m = torch.zeros(self.vocab, dtype=torch.bool)
+        m[1::2] = True
+        m[EOS] = self.n >= 6
+        return m
+
+    def is_allowed(self, tok):
+        return (tok % 2 == 1 and tok < self.vocab) or (tok == EOS and self.n >= 6)
+
+    def advance(self, tok):
+        assert self.is_allowed(tok), tok
+        self.log.append(tok)
+        self.n += 1
+
+    def forced_tokens(self):
+        return [11, 13, 15] if self.log and self.log[-1] == 7 else []
+
+    def fork(self):
+        return OddMatcher(self.vocab, self.n, self.log)
+
+
 class FakeTokenizer:
     vocab_size = VOCAB
     eos_token_ids = [EOS]

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from engine_fakes import EOS, VOCAB, config_for, reference_greedy, tiny_loaded
+from engine_fakes import EOS, VOCAB, OddMatcher, config_for, reference_greedy, tiny_loaded
 from kvx.engine import Engine, Request, SamplingParams
 from kvx.engine.sampler import filter_logits
 from kvx.errors import CapacityError
@@ -41,38 +41,17 @@ def test_top_p_keeps_the_smallest_covering_set():
     assert kept == [True, True, True, False]
 
 
-class FakeMatcher:
-    """Allows only odd tokens (and EOS once 6 tokens are out); after token 7 forces [11, 13, 15]."""
-
-    def __init__(self, vocab):
-        self.vocab, self.n, self.forced, self.log = vocab, 0, [], []
-
-    def allowed_mask(self):
-        m = torch.zeros(self.vocab, dtype=torch.bool)
-        m[1::2] = True
-        m[EOS] = self.n >= 6
-        return m
-
-    def advance(self, tok):
-        assert tok == EOS or tok % 2 == 1, tok
-        self.log.append(tok)
-        self.n += 1
-
-    def forced_tokens(self):
-        return [11, 13, 15] if self.log and self.log[-1] == 7 else []
-
-
 def test_grammar_mask_and_jump_forward(loaded):
     # vocab of the tokenizer (VOCAB - 3) smaller than the model's: padded rows must never be chosen
     prompts = [[1, 2, 3, 7], [9, 8, 7, 6, 5], [4, 4, 4]]
-    reqs = [Request(f"g{i}", p, SamplingParams(max_tokens=25), constraint=lambda: FakeMatcher(VOCAB - 3))
+    reqs = [Request(f"g{i}", p, SamplingParams(max_tokens=25), constraint=lambda: OddMatcher())
             for i, p in enumerate(prompts)]
     model = loaded.model
     model.forward_calls.clear()
     results = {r.id: r for r in Engine(loaded, config_for(loaded, 200, batch_tokens=64)).generate(reqs)}
     total_forced = 0
     for req in reqs:
-        ref = reference_greedy(loaded, req.prompt_ids, 25, matcher=FakeMatcher(VOCAB - 3))
+        ref = reference_greedy(loaded, req.prompt_ids, 25, matcher=OddMatcher())
         ref = ref[:-1] if ref[-1] == EOS else ref
         res = results[req.id]
         assert res.token_ids == ref

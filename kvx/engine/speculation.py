@@ -1,0 +1,123 @@
+"""Speculative decoding by prompt lookup: drafts copied from the sequence's own tokens, checked in one step.
+
+A draft is what followed the latest earlier occurrence of the sequence's last token, in the prompt
+or in the output so far: extraction copies names and ids from the input, and small models repeat
+themselves, so such drafts are often right. The drafted tokens join the next step like a
+jump-forward append, and that step's logits at each drafted position say whether greedy decoding
+would have chosen the token there. The engine keeps the agreeing prefix plus the model's own
+choice where they part, so the output is token for token what plain greedy decoding gives, in
+fewer steps. Grammar-forced tokens inside a draft are placed by the matcher, never looked up, so a
+draft spells the very token sequence plain decoding would build (jump-forward included).
+
+Only greedy requests draft, and only while steps are small: on a CPU a step costs a fixed part
+(reading every weight, per-layer overhead) plus a part per token, so in a step of a few sequences
+a few more rows are nearly free, while in a full step they would only add work.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kvx.engine.sequence import Sequence
+
+
+@dataclass
+class SpeculationConfig:
+    max_draft: int = 4  # drafted tokens per sequence and step at most (0 = off)
+    max_rows: int = 48  # draft only while running sequences x (1 + draft) stays within this
+
+
+def draft_length(cfg: SpeculationConfig, num_running: int) -> int:
+    """How many tokens each sequence may draft for the next step."""
+    if cfg.max_draft <= 0 or num_running <= 0:
+        return 0
+    return max(0, min(cfg.max_draft, cfg.max_rows // num_running - 1))
+
+
+def _latest_positions(seq: Sequence) -> dict[int, int]:
+    """token -> its latest position before the last one (kept incrementally: real tokens never change)."""
+    end = seq.num_tokens - 1
+    for p in range(seq.lookup_upto, end):
+        seq.lookup[seq.token_ids[p]] = p
+    seq.lookup_upto = max(seq.lookup_upto, end)
+    return seq.lookup
+
+
+def propose(seq: Sequence, k: int, max_model_len: int) -> int:
+    """Append up to k drafted tokens (plus the forced runs they lead to) to seq; returns how many."""
+    if seq.draft or seq.request.sampling.temperature > 0:
+        return 0
+    if seq.matcher is not None and not hasattr(seq.matcher, "fork"):
+        return 0  # a constraint that cannot be copied cannot walk a draft
+    k = min(k, seq.max_new - seq.num_generated, max_model_len - seq.num_tokens)
+    if k <= 0:
+        return 0
+    index = _latest_positions(seq)
+    tokens, base = seq.token_ids, seq.num_tokens
+    matcher = seq.matcher.fork() if seq.matcher is not None else None
+    drafted: list[int] = []
+    checked: list[bool] = []
+    src = index.get(tokens[-1])  # the draft copies what followed tokens[src]
+    while src is not None and len(drafted) < k:
+        src += 1
+        tok = tokens[src] if src < base else drafted[src - base]
+        if tok in seq.stop_ids or (matcher is not None and not matcher.is_allowed(tok)):
+            break
+        drafted.append(tok)
+        checked.append(True)
+        if matcher is None:
+            continue
+        matcher.advance(tok)
+        for forced in matcher.forced_tokens():  # placed whole; the lookup follows along or re-anchors
+            nxt = src + 1 if src is not None else None
+            follows = nxt is not None and (tokens[nxt] if nxt < base else drafted[nxt - base]) == forced
+            src = nxt if follows else index.get(forced)
+            matcher.advance(forced)
+            drafted.append(forced)
+            checked.append(False)
+    tokens.extend(drafted)  # a forced run may take it past k: it is kept whole
+    seq.draft = checked
+    return len(drafted)
+
+
+def row_masks(seq: Sequence, num_rows: int) -> list[torch.Tensor | None]:
+    """The grammar's allowed tokens at each of seq's logits rows (None: unconstrained).
+
+    With a draft, row j is the position before the j-th checked drafted token and the last row the
+    position after the draft; the matcher walks the draft on a copy (the real one advances only
+    through tokens the engine keeps)."""
+    if seq.matcher is None:
+        return [None] * num_rows
+    if not seq.draft:
+        return [seq.matcher.allowed_mask()]
+    walk = seq.matcher.fork()
+    masks = []
+    for tok, check in zip(seq.token_ids[-len(seq.draft):], seq.draft):
+        if check:
+            masks.append(walk.allowed_mask())
+        walk.advance(tok)
+    masks.append(walk.allowed_mask())
+    return masks
+
+
+def checked_choices(drafted: list[int], checked: list[bool], preds: list[int]) -> tuple[list[int], int | None]:
+    """The sampled-type drafted tokens the model agrees with, and the row whose choice comes next.
+
+    preds[j] is the model's choice at row j (see row_masks). Returns (agreed tokens in order, row
+    of the next choice, or None when every check agreed: the caller then takes the last row only if
+    the sequence ends exactly at the draft's end)."""
+    agreed = []
+    for tok in (t for t, c in zip(drafted, checked) if c):
+        if preds[len(agreed)] != tok:
+            return agreed, len(agreed)
+        agreed.append(tok)
+    return agreed, None
+
+
+def kept_length(tokens: list[int], drafted: list[int]) -> int:
+    """How many drafted tokens survive at the start of tokens (what the sequence holds there now)."""
+    n = 0
+    while n < min(len(tokens), len(drafted)) and tokens[n] == drafted[n]:
+        n += 1
+    return n
