@@ -219,7 +219,8 @@ class Engine:
             seq.num_computed = min(computed, base + kept)  # KV past the kept prefix is stale
 
     def _choose(self, seq: Sequence, tok: int, allowed: torch.Tensor | None) -> None:
-        if allowed is not None and not bool(allowed.any()):
+        # the masked argmax lands on a forbidden token only when the grammar allows none (O(1), not any())
+        if allowed is not None and not (tok < allowed.shape[0] and bool(allowed[tok])):
             seq.finish("error", f"request {seq.request.id}: the grammar allows no next token")
         else:
             self._accept(seq, tok)

@@ -10,6 +10,7 @@ from typing import Any
 import torch
 
 from kvx.errors import ModelError
+from kvx.kernels import numba_rows
 
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "freq_factors")
 
@@ -68,6 +69,8 @@ class RopeTable:
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """x [T, heads, head_dim], rotate-half convention (HF layout; GGUF q/k are un-permuted at load)."""
+    if cos.dtype == torch.float32 and numba_rows.usable(x):  # one pass instead of neg, cat, mul, add
+        return numba_rows.rope(x, cos, sin)
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos + rotated * sin
