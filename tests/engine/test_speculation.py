@@ -123,3 +123,31 @@ def test_draft_length_follows_the_row_budget():
     assert draft_length(cfg, 2) == 4 and draft_length(cfg, 12) == 3 and draft_length(cfg, 24) == 1
     assert draft_length(cfg, 48) == 0 and draft_length(SpeculationConfig(0, 48), 1) == 0
     assert EngineConfig().speculative_tokens == 4
+
+
+def test_rejected_drafts_never_reach_the_prefix_cache(loaded, monkeypatch):
+    """Every draft's token list is later sent as a prompt to the same engine: if a block holding a
+    rejected draft token had been published (and then overwritten by the real token's KV), those
+    prompts would be served wrong KV from the cache and their outputs would differ from a plain run."""
+    import kvx.engine.engine as engine_module
+
+    drafts = []
+
+    def spy(seq, k, max_model_len):
+        n = engine_module_propose(seq, k, max_model_len)
+        if n:
+            drafts.append(list(seq.token_ids))
+        return n
+
+    engine_module_propose = engine_module.propose
+    monkeypatch.setattr(engine_module, "propose", spy)
+    engine = Engine(loaded, config_for(loaded, 2000, block_size=4, batch_tokens=256, max_seqs=8))
+    first = repetitive_requests(7, 16)
+    list(engine.generate(first))
+    monkeypatch.setattr(engine_module, "propose", engine_module_propose)
+    probes = [Request(f"p{i}", d, SamplingParams(max_tokens=6)) for i, d in enumerate(drafts)]
+    assert len(probes) > 20
+    results = {r.id: r for r in engine.generate(probes)}
+    assert engine.metrics.snapshot()["cached_prompt_tokens"] > 0
+    for req in probes:
+        assert results[req.id].token_ids == alone(loaded, req), req.id
