@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 
 import numpy as np
 import torch
 
 from kvx.kernels.interface import LayerKV
-from kvx.paths import cache_root
+from kvx.kernels.numba_env import import_numba, sync_threads
 
 
 @dataclasses.dataclass
@@ -38,10 +37,8 @@ class PagedRows:
 def _kernel():
     """(numba, compiled kernel), or None without numba (or if it cannot compile). Compiled on
     first use, cached on disk under $KVX_CACHE/numba."""
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
-    try:
-        import numba
-    except ImportError:
+    numba = import_numba()
+    if numba is None:
         return None
 
     @numba.njit(parallel=True, fastmath=True, cache=True)
@@ -104,7 +101,7 @@ _NO_SCALES = np.ones((1, 1, 1), np.float32)  # float32 pools: the kernel never r
 
 @functools.cache
 def available() -> bool:
-    return os.environ.get("KVX_NUMBA", "1") != "0" and _kernel() is not None
+    return _kernel() is not None
 
 
 def supports(kv: LayerKV) -> bool:
@@ -115,7 +112,7 @@ def supports(kv: LayerKV) -> bool:
 def paged_attention_rows(q: torch.Tensor, kv: LayerKV, rows: PagedRows) -> tuple[torch.Tensor, torch.Tensor]:
     """q [R, Hkv, G, D] float32, pre-scaled -> o [R, Hkv, G, D], lse [R, Hkv, G, 1]."""
     numba, kernel = _kernel()
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    sync_threads(numba)
     out = torch.empty(q.shape, dtype=torch.float32)
     lse = torch.empty(q.shape[:-1], dtype=torch.float32)
     scales = (kv.k_scale.numpy(), kv.v_scale.numpy()) if kv.quantized else (_NO_SCALES, _NO_SCALES)

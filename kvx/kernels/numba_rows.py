@@ -11,21 +11,18 @@ numba is a dependency; where it cannot compile `available()` is False and llama.
 from __future__ import annotations
 
 import functools
-import os
 
 import numpy as np
 import torch
 
-from kvx.paths import cache_root
+from kvx.kernels.numba_env import import_numba, sync_threads
 
 
 @functools.cache
 def _kernels():
     """(rms, rope) compiled kernels, or None without a working numba (cached under $KVX_CACHE/numba)."""
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
-    try:
-        import numba
-    except ImportError:
+    numba = import_numba()
+    if numba is None:
         return None
 
     @numba.njit(parallel=True, fastmath=True, cache=True)
@@ -61,21 +58,17 @@ def _kernels():
 
 @functools.cache
 def available() -> bool:
-    return os.environ.get("KVX_NUMBA", "1") != "0" and _kernels() is not None
+    return _kernels() is not None
 
 
 def usable(x: torch.Tensor) -> bool:
     return x.device.type == "cpu" and x.dtype == torch.float32 and available()
 
 
-def _threads(numba) -> None:
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
-
-
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """weight * x / rms(x) over the last dim; x [..., D] float32 (any leading shape)."""
     numba, rms, _ = _kernels()
-    _threads(numba)
+    sync_threads(numba)
     rows = x.reshape(-1, x.shape[-1])
     out = torch.empty(rows.shape, dtype=torch.float32)
     rms(rows.numpy(), weight.float().contiguous().numpy(), float(eps), out.numpy())
@@ -85,7 +78,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
 def rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate-half rotary embedding: x [T, H, D] float32 (strided views welcome), cos/sin [T, 1, D]."""
     numba, _, rope_kernel = _kernels()
-    _threads(numba)
+    sync_threads(numba)
     out = torch.empty(x.shape, dtype=torch.float32)
     rope_kernel(x.numpy(), cos[:, 0].numpy(), sin[:, 0].numpy(), out.numpy())
     return out
