@@ -53,3 +53,24 @@ def test_cuda_model_gets_cuda_pool_and_triton():
     engine = Engine(loaded, EngineConfig(kv_memory=1 << 20))
     assert engine.device.type == "cuda" and engine.kv_cache.data.is_cuda
     assert loaded.model.backend.name == "triton"
+
+
+def test_speculation_on_the_triton_backend_keeps_greedy_output():
+    """Drafts reach the Triton extend kernel as multi-token appends (interpreted on a CPU here)."""
+    from kvx.engine import Request, SamplingParams
+
+    loaded = tiny_loaded()
+    loaded.tokenizer.decode = lambda ids: " ".join(map(str, ids))
+    prompts = [[5, 9, 5, 9, 5, 9, 5], [3, 4, 3, 4, 3], [7, 7, 7, 2, 7, 7]]
+
+    def run(k):
+        reqs = [Request(str(i), p, SamplingParams(max_tokens=10, ignore_eos=True)) for i, p in enumerate(prompts)]
+        engine = Engine(loaded, EngineConfig(kv_memory=1 << 20, block_size=4, attention="triton", speculative_tokens=k))
+        out = {r.id: r.token_ids for r in engine.generate(reqs)}
+        assert engine.blocks.leaks() == []
+        return out, engine.metrics.snapshot()
+
+    spec, m = run(4)
+    plain, _ = run(0)
+    assert spec == plain
+    assert m["accepted_draft_tokens"] > 0, m
