@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from kvx.grammar import token_walk
 from kvx.grammar.budget import INF, TokenDistances, byte_distances
 from kvx.grammar.dfa import DFA
 from kvx.grammar.vocab import TokenVocab
@@ -26,6 +27,11 @@ class TokenMatrix:
     order: np.ndarray  # [N] token ids, longest first
     columns: np.ndarray  # [max_len, N] uint8: byte j of each token (0 past its end)
     longer_than: np.ndarray  # [max_len + 1] how many tokens have more than j bytes
+    # The same tokens token-major and grouped by first byte, for the numba walk (token_walk.py):
+    rows: np.ndarray  # [N, max_len] uint8, sorted by first byte
+    row_ids: np.ndarray  # [N] token id of each row
+    lengths: np.ndarray  # [N] bytes per row
+    first_start: np.ndarray  # [257] rows first_start[b]:first_start[b + 1] start with byte b
 
     @classmethod
     def build(cls, vocab: TokenVocab) -> "TokenMatrix":
@@ -41,7 +47,11 @@ class TokenMatrix:
             n = int(np.count_nonzero(lengths > j))  # tokens are sorted, so these are the first n
             columns[j, :n] = flat[starts[:n] + j]
         longer_than = np.array([np.count_nonzero(lengths > j) for j in range(max_len + 1)], dtype=np.int64)
-        return cls(order=ids.astype(np.int32), columns=columns, longer_than=longer_than)
+        by_first = np.argsort(columns[0], kind="stable") if max_len else np.zeros(0, np.int64)
+        first_start = np.searchsorted(columns[0][by_first], np.arange(257)) if max_len else np.zeros(257, np.int64)
+        return cls(order=ids.astype(np.int32), columns=columns, longer_than=longer_than,
+                   rows=np.ascontiguousarray(columns.T[by_first]), row_ids=ids[by_first].astype(np.int32),
+                   lengths=lengths[by_first], first_start=first_start.astype(np.int64))
 
 
 _MATRICES: dict[str, TokenMatrix] = {}
@@ -55,6 +65,13 @@ def token_matrix(vocab: TokenVocab) -> TokenMatrix:
 
 def walk_all_tokens(dfa: DFA, mat: TokenMatrix, state: int) -> tuple[np.ndarray, np.ndarray]:
     """(token ids sorted, next states) of every token whose bytes stay alive from `state`."""
+    if token_walk.worth_it(dfa.trans, mat, state):
+        return token_walk.walk_tokens(dfa.trans, mat, int(mat.order.max()) + 1, state)
+    return walk_lockstep(dfa, mat, state)
+
+
+def walk_lockstep(dfa: DFA, mat: TokenMatrix, state: int) -> tuple[np.ndarray, np.ndarray]:
+    """numpy: all tokens through the DFA together, one byte column at a time (dead ones drop out)."""
     flat = dfa.trans.ravel()
     cur = dfa.trans[state][mat.columns[0]] if len(mat.columns) else np.zeros(0, np.int32)
     idx = np.flatnonzero(cur >= 0)
