@@ -32,7 +32,7 @@ class Request:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     priority: int = 0  # higher runs first and is preempted last
     # Called once when the sequence starts decoding; returns a kvx.grammar Matcher (or None): it needs
-    # allowed_mask(), advance(tok), forced_tokens(); with is_allowed(tok) and fork() it also drafts.
+    # allowed_mask(), advance(tok), forced_tokens(); with fork() (a copy to walk a draft on) it also drafts.
     # A factory (not a matcher) so a preempted, recomputed sequence can start a fresh one.
     constraint: Callable[[], Any] | None = None
     user_data: Any = None  # carried through to the Result untouched

@@ -20,9 +20,9 @@ from kvx.engine.host_memory import keep_freed_buffers
 from kvx.engine.model_runner import ModelRunner
 from kvx.engine.radix_cache import RadixCache
 from kvx.engine.sampler import apply_mask, make_generator, sample
-from kvx.engine.scheduler import Scheduler
+from kvx.engine.scheduler import Scheduler, common_prefix
 from kvx.engine.sequence import Sequence
-from kvx.engine.speculation import SpeculationConfig, checked_choices, draft_length, kept_length, propose, row_masks
+from kvx.engine.speculation import SpeculationConfig, checked_choices, draft_length, propose, row_masks
 from kvx.errors import CapacityError, ConfigError
 from kvx.metrics import EngineMetrics
 
@@ -200,9 +200,9 @@ class Engine:
 
     def _take(self, seq: Sequence, choices: list[int], masks: list[torch.Tensor | None]) -> None:
         """Append the step's choices for seq: its confirmed draft tokens, then the model's next token."""
-        computed, base = seq.num_computed, seq.num_tokens - len(seq.draft)
-        drafted, checked = seq.token_ids[base:], seq.draft
-        seq.take_draft()
+        computed, checked = seq.num_computed, seq.draft
+        drafted = seq.take_draft()
+        base = seq.num_tokens
         agreed, row = checked_choices(drafted, checked, choices)
         for j, tok in enumerate(agreed):
             self._choose(seq, tok, masks[j])
@@ -214,7 +214,7 @@ class Engine:
             elif seq.num_tokens == base + len(drafted):  # the draft ended at a choice: the last row makes it
                 self._choose(seq, choices[-1], masks[-1])
         if drafted:
-            kept = kept_length(seq.token_ids[base:], drafted)
+            kept = common_prefix(seq.token_ids[base:], drafted, len(drafted))
             self.metrics.accepted_draft_tokens += kept
             seq.num_computed = min(computed, base + kept)  # KV past the kept prefix is stale
 

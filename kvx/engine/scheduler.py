@@ -44,7 +44,8 @@ def _importance(seq: Sequence) -> tuple[int, int]:
     return (-seq.priority, seq.seq_no)  # sorts most important first
 
 
-def _common_prefix(a: list[int], b: list[int], limit: int) -> int:
+def common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common prefix of a and b, at most limit."""
     n = min(len(a), len(b), limit)
     if a[:n] == b[:n]:  # fast path in C: the whole range is shared
         return n
@@ -180,7 +181,7 @@ class Scheduler:
         if cached_blocks >= (seq.num_tokens - 1) // self.bs:
             return False  # nothing more of seq could come from the cache
         limit = (cached_blocks + 1) * self.bs
-        return _common_prefix(seq.token_ids, prev.token_ids, limit) >= limit
+        return common_prefix(seq.token_ids, prev.token_ids, limit) >= limit
 
     # --- transitions -------------------------------------------------------------------------
     def preempt(self, seq: Sequence) -> None:

@@ -27,7 +27,7 @@ class Sequence:
     __slots__ = (
         "request", "seq_no", "token_ids", "num_prompt", "num_computed", "block_table",
         "num_cached_blocks", "cache_node", "status", "usage", "matcher", "generator", "stop_ids",
-        "finish_reason", "error", "admitted", "recomputes", "draft", "lookup", "lookup_upto",
+        "finish_reason", "error", "admitted", "recomputes", "draft", "draft_masks", "lookup", "lookup_upto",
     )
 
     def __init__(self, request: Request, seq_no: int, stop_ids: frozenset[int]):
@@ -49,6 +49,7 @@ class Sequence:
         self.admitted = False  # counted once in the prompt-cache metrics, not again on recompute
         self.recomputes = 0
         self.draft: list[bool] = []  # per drafted tail token: True if the step's logits must confirm it
+        self.draft_masks: list[Any] = []  # the grammar's mask at each of those logits rows (with a matcher)
         self.lookup: dict[int, int] = {}  # token -> latest position (speculation's prompt lookup)
         self.lookup_upto = 0
 
@@ -99,10 +100,10 @@ class Sequence:
 
     def take_draft(self) -> list[int]:
         """Remove the drafted tail from token_ids and return it (its KV, if computed, is left to overwrite)."""
-        n = len(self.draft)
-        tail = self.token_ids[len(self.token_ids) - n:] if n else []
-        del self.token_ids[len(self.token_ids) - n:]
-        self.draft = []
+        keep = len(self.token_ids) - len(self.draft)
+        tail = self.token_ids[keep:]
+        del self.token_ids[keep:]
+        self.draft, self.draft_masks = [], []
         self.num_computed = min(self.num_computed, len(self.token_ids))
         return tail
 

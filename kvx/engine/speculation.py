@@ -55,29 +55,39 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
         return 0
     index = _latest_positions(seq)
     tokens, base = seq.token_ids, seq.num_tokens
-    matcher = seq.matcher.fork() if seq.matcher is not None else None
     drafted: list[int] = []
     checked: list[bool] = []
+    masks: list[torch.Tensor] = []  # the walk's mask before each checked token: the next step's rows
+
+    def at(i: int) -> int:
+        return tokens[i] if i < base else drafted[i - base]
+
+    matcher = seq.matcher.fork() if seq.matcher is not None else None
     src = index.get(tokens[-1])  # the draft copies what followed tokens[src]
     while src is not None and len(drafted) < k:
         src += 1
-        tok = tokens[src] if src < base else drafted[src - base]
-        if tok in seq.stop_ids or (matcher is not None and not matcher.is_allowed(tok)):
+        tok = at(src)
+        if tok in seq.stop_ids:
             break
+        if matcher is not None:
+            allowed = matcher.allowed_mask()
+            if not (tok < allowed.shape[0] and bool(allowed[tok])):
+                break
+            masks.append(allowed)
         drafted.append(tok)
         checked.append(True)
         if matcher is None:
             continue
         matcher.advance(tok)
         for forced in matcher.forced_tokens():  # placed whole; the lookup follows along or re-anchors
-            nxt = src + 1 if src is not None else None
-            follows = nxt is not None and (tokens[nxt] if nxt < base else drafted[nxt - base]) == forced
-            src = nxt if follows else index.get(forced)
+            src = src + 1 if src is not None and at(src + 1) == forced else index.get(forced)
             matcher.advance(forced)
             drafted.append(forced)
             checked.append(False)
+    if drafted and matcher is not None:
+        masks.append(matcher.allowed_mask())  # after the draft: the last row
     tokens.extend(drafted)  # a forced run may take it past k: it is kept whole
-    seq.draft = checked
+    seq.draft, seq.draft_masks = checked, masks
     return len(drafted)
 
 
@@ -85,20 +95,11 @@ def row_masks(seq: Sequence, num_rows: int) -> list[torch.Tensor | None]:
     """The grammar's allowed tokens at each of seq's logits rows (None: unconstrained).
 
     With a draft, row j is the position before the j-th checked drafted token and the last row the
-    position after the draft; the matcher walks the draft on a copy (the real one advances only
-    through tokens the engine keeps)."""
+    position after the draft: the masks propose() met on its walk (the real matcher advances only
+    through tokens the engine keeps, so they still hold)."""
     if seq.matcher is None:
         return [None] * num_rows
-    if not seq.draft:
-        return [seq.matcher.allowed_mask()]
-    walk = seq.matcher.fork()
-    masks = []
-    for tok, check in zip(seq.token_ids[-len(seq.draft):], seq.draft):
-        if check:
-            masks.append(walk.allowed_mask())
-        walk.advance(tok)
-    masks.append(walk.allowed_mask())
-    return masks
+    return seq.draft_masks if seq.draft else [seq.matcher.allowed_mask()]
 
 
 def checked_choices(drafted: list[int], checked: list[bool], preds: list[int]) -> tuple[list[int], int | None]:
@@ -114,10 +115,3 @@ def checked_choices(drafted: list[int], checked: list[bool], preds: list[int]) -
         agreed.append(tok)
     return agreed, None
 
-
-def kept_length(tokens: list[int], drafted: list[int]) -> int:
-    """How many drafted tokens survive at the start of tokens (what the sequence holds there now)."""
-    n = 0
-    while n < min(len(tokens), len(drafted)) and tokens[n] == drafted[n]:
-        n += 1
-    return n
