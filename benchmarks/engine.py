@@ -2,8 +2,9 @@
 
 256 requests = one ~500-token shared system prompt + a ~150-token unique ticket each, 64 new tokens
 each (EOS ignored, so both sides produce exactly 64), greedy, default model (SmolLM2-135M GGUF).
-The peer is HF transformers loading the same GGUF in float32, batch 16, left padding; it can run on
-a subset (--peer-n) to save time: its tokens/s is a rate, so the ratio stays comparable.
+The peer is HF transformers loading the same GGUF in float32 (--peer-dtype bfloat16 for a same-dtype
+run against kvx's bf16 weights), batch 16, left padding; it can run on a subset (--peer-n) to save
+time: its tokens/s is a rate, so the ratio stays comparable.
 
     .venv/bin/python benchmarks/engine.py [--n 256] [--peer-n 48] [--kv-memory 2GiB]
 """
@@ -81,7 +82,8 @@ def run_peer(prompts, args) -> tuple[float, list[list[int]]]:
     from kvx.models.resolve import default_gguf_path
 
     path = default_gguf_path()
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                 dtype=getattr(torch, args.peer_dtype))
     model.eval()
     pad = 0
     outs, t = [], time.perf_counter()
@@ -107,7 +109,8 @@ def main() -> None:
     ap.add_argument("--tail-tokens", type=int, default=150)
     ap.add_argument("--kv-memory", type=parse_bytes, default=parse_bytes("2GiB"))
     ap.add_argument("--kv-dtype", default="auto")
-    ap.add_argument("--dtype", default="auto", help="kvx weights: auto, float32, bfloat16 (the peer stays float32)")
+    ap.add_argument("--dtype", default="auto", help="kvx weights: auto, float32, bfloat16")
+    ap.add_argument("--peer-dtype", default="float32", choices=("float32", "bfloat16"), help="the peer's dtype")
     ap.add_argument("--attention", default="auto")
     ap.add_argument("--batch-tokens", type=int, default=8192)
     ap.add_argument("--max-seqs", type=int, default=128)
@@ -140,7 +143,7 @@ def main() -> None:
 
     rows = [
         ("kvx output tok/s", f"{kvx_rate:.1f}  ({len(prompts)} requests, {kvx_s:.1f} s)"),
-        ("transformers output tok/s", f"{peer_rate:.1f}  (batch {args.peer_batch}, float32, "
+        ("transformers output tok/s", f"{peer_rate:.1f}  (batch {args.peer_batch}, {args.peer_dtype}, "
                                       f"{'first ' + str(peer_n) + ' requests only' if peer_n < len(prompts) else 'all requests'}, {peer_s:.1f} s)"),
         ("ratio kvx / transformers", f"{kvx_rate / peer_rate:.2f}x"),
         ("prefix cache hit rate", f"{m['cache_hit_rate']:.1%}  (the most this workload allows: {ideal:.1%})"),

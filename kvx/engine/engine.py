@@ -86,7 +86,7 @@ class Engine:
         if device.type == "cpu":
             keep_freed_buffers()
         attach_backend(model.model, config.attention, device)
-        kv_dtype = resolve_kv_dtype(config.kv_dtype, model.activation_dtype)
+        kv_dtype = resolve_kv_dtype(config.kv_dtype, model.dtype)
         self.blocks, self.bytes_per_block = BlockManager.for_model(config, mc, kv_dtype, device)
         self.cache = RadixCache(self.blocks) if config.enable_prefix_cache else None
         self.kv_cache = KVCache(

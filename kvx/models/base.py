@@ -58,5 +58,5 @@ class LoadedModel:
 
     @property
     def activation_dtype(self) -> torch.dtype:
-        """The dtype of the residual stream, attention and (by default) the KV cache."""
+        """The dtype of the residual stream, norms and rope (the KV cache defaults to the weights' dtype)."""
         return getattr(self.model, "act_dtype", self.dtype)

@@ -75,7 +75,10 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, cos, sin, backend: AttentionBackend, layer_kv, meta: AttentionMetadata):
         t = x.shape[0]
-        q, k, v = self.qkv(rms_norm(x, self.attn_norm, self.eps)).split(self.split, dim=-1)
+        # Projections return their weight's dtype: q/k/v go back to the activation dtype for rope and
+        # attention; o_proj's and down's outputs are promoted in the residual add, and the MLP's wide
+        # intermediate stays in the weight dtype.
+        q, k, v = self.qkv(rms_norm(x, self.attn_norm, self.eps)).to(x.dtype).split(self.split, dim=-1)
         q = q.view(t, self.heads, self.head_dim)
         k = k.view(t, self.kv_heads, self.head_dim)
         v = v.view(t, self.kv_heads, self.head_dim)

@@ -65,6 +65,8 @@ def make_case(
         _write(kv, seq_slots, k, v)
         if kv.quantized:  # the dense truth is what the int8 pool holds
             k, v = _dequant(*quantize_int8(k)), _dequant(*quantize_int8(v))
+        else:  # ... or the float pool, rounded to its dtype
+            k, v = k.to(kv_dtype).float(), v.to(kv_dtype).float()
         keys.append(k.to(dtype).float())
         values.append(v.to(dtype).float())
     cache.data = cache.data.to(device)

@@ -28,8 +28,18 @@ def test_matches_float64_matmul(rows, shape, with_bias):
 def test_strided_rows_and_bfloat16_weights():
     w, x = torch.randn(500, 64), torch.randn(40, 128)[:, ::2]  # a strided view
     torch.testing.assert_close(Projection(w)(x).double(), reference(x, w), rtol=1e-5, atol=1e-4)
-    proj = Projection(w.bfloat16())  # F.linear in bfloat16, returned in x's dtype
-    assert proj.packed is None
-    got = proj(x)
-    assert got.dtype == torch.float32
-    torch.testing.assert_close(got.double(), reference(x, w), rtol=3e-2, atol=0.3)
+    for wide in (w, w[:48].T.contiguous()):  # bfloat16 matrices are packed whatever their shape
+        proj = Projection(wide.bfloat16())
+        assert (proj.packed is not None) == torch.backends.mkldnn.is_available()
+        xs = x if wide.shape[1] == x.shape[1] else torch.randn(40, wide.shape[1])
+        got = proj(xs)  # float32 rows are rounded to bfloat16; the result stays in the weight's dtype
+        assert got.dtype == torch.bfloat16 and got.shape == (40, wide.shape[0])
+        torch.testing.assert_close(got.double(), reference(xs, wide), rtol=3e-2, atol=0.3)
+    assert Projection(w.bfloat16())(x[:0]).shape == (0, 500)
+
+
+def test_bfloat16_bias_follows_the_weight():
+    w, b, x = torch.randn(96, 32), torch.randn(96), torch.randn(5, 32)
+    got = Projection(w.bfloat16(), b)(x)
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got.double(), reference(x, w, b), rtol=3e-2, atol=0.3)
