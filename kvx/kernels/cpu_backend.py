@@ -13,6 +13,8 @@ query head), which dominates a CPU step. Here each step is planned once (all lay
     tokens and what follows the shared blocks) causally by the flash kernel, one at a time;
   * the partial softmaxes are merged with their log-sum-exp. Queries are grouped per KV head
     (GQA) instead of copying K/V to every query head.
+A bfloat16 pool (the default with bfloat16 weights) is attended in bfloat16 by the flash kernel
+(queries rounded to it, float32 accumulation); the numba route rounds its queries the same way.
 """
 from __future__ import annotations
 
