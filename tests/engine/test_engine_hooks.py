@@ -85,3 +85,20 @@ def test_pool_below_one_block_raises_capacity_error(loaded):
     cfg.kv_memory = 10
     with pytest.raises(CapacityError, match="kv-memory"):
         Engine(loaded, cfg)
+
+
+def test_kv_pool_dtype_follows_the_weights_unless_set():
+    """--kv-dtype auto: the pool takes the weights' dtype (bfloat16 weights: half the bytes a block,
+    so twice the blocks for the same --kv-memory); an explicit --kv-dtype wins."""
+    bf16 = tiny_loaded()
+    bf16.dtype = torch.bfloat16  # what LoadedModel reports for bfloat16 weights ...
+    bf16.model.act_dtype = torch.float32  # ... whose activations LlamaModel keeps float32 on a CPU
+    float32_blocks = lambda **kw: config_for(tiny_loaded(), 64, **kw)  # noqa: E731 - 64 float32 blocks' bytes
+    auto = Engine(bf16, float32_blocks())
+    assert auto.kv_cache.dtype == torch.bfloat16 and auto.blocks.num_blocks == 128
+    pinned = Engine(bf16, float32_blocks(kv_dtype="float32"))
+    assert pinned.kv_cache.dtype == torch.float32 and pinned.blocks.num_blocks == 64
+    # the bfloat16 pool really holds the sequence: greedy output equals the float32 pool's here
+    req = Request("x", [3, 1, 4, 1, 5], SamplingParams(max_tokens=8, ignore_eos=True))
+    outs = [next(iter(e.generate([req]))).token_ids for e in (auto, pinned)]
+    assert outs[0] == outs[1] and len(outs[0]) == 8
