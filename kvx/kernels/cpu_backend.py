@@ -53,12 +53,13 @@ _FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None):
     """softmax(q k^T + bias) v and its log-sum-exp, both float32. q [B, H, n, D] (pre-scaled),
-    k/v [B, H, L, D]; q is rounded to k's dtype, the kernel accumulates in float32.
+    k/v [B, H, L, D]; q is rounded to k's dtype (bias is made in it by the plan), the kernel
+    accumulates in float32.
 
     torch's fused CPU flash kernel returns the LSE the cascade merge needs (about 2x faster than
     the matmul/softmax chain here); the chain remains for torch builds without it."""
     if _FLASH is not None:
-        mask = None if bias is None else bias.to(k.dtype).expand(q.shape[0], 1, q.shape[2], k.shape[2])
+        mask = None if bias is None else bias.expand(q.shape[0], 1, q.shape[2], k.shape[2])
         o, lse = _FLASH(q.to(k.dtype), k, v, 0.0, False, attn_mask=mask, scale=1.0)
         return o.float(), lse.unsqueeze(-1)
     q, k, v = q.float(), k.float(), v.float()
@@ -104,10 +105,10 @@ def few_attention(q: torch.Tensor, kv: LayerKV, plan: PagedPlan | DecodePlan, sc
     back to back -> [T, Hq, D]. Own blocks in place (numba) or gathered (torch), then the cascade."""
     t, hq, d = q.shape
     hkv = kv.k.shape[2]
-    # [T, Hkv, G, D], rounded as the flash kernel rounds it, so both routes see the same queries
-    qg = (q.float().view(t, hkv, hq // hkv, d) * scale).to(attend_dtype(kv)).float()
+    # [T, Hkv, G, D] in the dtype the flash kernel computes in, so both routes see the same queries
+    qg = (q.float().view(t, hkv, hq // hkv, d) * scale).to(attend_dtype(kv))
     if isinstance(plan, PagedPlan):
-        o, lse = numba_paged.paged_attention_rows(qg, kv, plan.paged)
+        o, lse = numba_paged.paged_attention_rows(qg.float(), kv, plan.paged)
     else:
         o, lse = _attend(qg, *as_heads(*gather_blocks(kv, plan.tables)), plan.bias)
     return with_shared(o, lse, qg.view(t, hq, d), kv, plan.shared).reshape(t, hq, d).to(q.dtype)
@@ -144,7 +145,7 @@ class CpuBackend(TorchBackend):
     def _plan_for(self, meta: AttentionMetadata, kv: LayerKV, group: int) -> StepPlan:
         if meta is not self._plan_meta:  # a new step: every layer after the first reuses the plan
             self._plan_meta = meta
-            self._plan = StepPlan.build(meta, kv.block_size, group, numba_paged.supports(kv))
+            self._plan = StepPlan.build(meta, kv.block_size, group, numba_paged.supports(kv), attend_dtype(kv))
         return self._plan
 
     def store_kv(self, k, v, kv: LayerKV, slot_mapping):

@@ -74,7 +74,8 @@ class DecodePlan:
     shared: torch.Tensor | slice | None  # [c] block ids every decoding sequence shares (None if c == 0)
 
     @staticmethod
-    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int) -> "DecodePlan":
+    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int,
+              bias_dtype: torch.dtype) -> "DecodePlan":
         tables = meta.block_tables[torch.tensor(seqs)]
         lens = [meta.seq_lens_cpu[i] for i in seqs]
         # a lone decode row gains nothing from splitting its keys in two (an extend row does: its
@@ -82,7 +83,7 @@ class DecodePlan:
         c = shared_prefix_blocks(tables, [n - 1 for n in lens], block_size) if len(seqs) > 1 else 0
         width = (max(lens) + block_size - 1) // block_size - c
         past_end = torch.arange(width * block_size)[None, :] >= (torch.tensor(lens) - c * block_size)[:, None]
-        bias = torch.zeros(past_end.shape).masked_fill_(past_end, float("-inf"))[:, None, None, :]
+        bias = torch.zeros(past_end.shape, dtype=bias_dtype).masked_fill_(past_end, float("-inf"))[:, None, None, :]
         shared = shared_blocks(tables[0], c)
         rows = torch.tensor([starts[i] for i in seqs])
         return DecodePlan(rows, tables[:, c : c + width].long(), bias, shared)
@@ -107,7 +108,8 @@ class ExtendPlan:
     parts: list[ExtendPart]
 
     @staticmethod
-    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int, group: int) -> "ExtendPlan":
+    def build(meta: AttentionMetadata, seqs: list[int], starts: list[int], block_size: int, group: int,
+              bias_dtype: torch.dtype) -> "ExtendPlan":
         tables = meta.block_tables[torch.tensor(seqs)]
         qlens = [meta.query_lens_cpu[i] for i in seqs]
         lens = [meta.seq_lens_cpu[i] for i in seqs]
@@ -116,7 +118,7 @@ class ExtendPlan:
         for row, n, seq_len in zip(tables, qlens, lens):
             keys = seq_len - c * block_size
             qpos = torch.arange(keys - n, keys)[:, None]  # own-part coordinates
-            bias = torch.zeros(n, keys).masked_fill_(torch.arange(keys)[None, :] > qpos, float("-inf"))
+            bias = torch.zeros(n, keys, dtype=bias_dtype).masked_fill_(torch.arange(keys)[None, :] > qpos, float("-inf"))
             blocks = row[c : c + (keys + block_size - 1) // block_size].long()
             parts.append(ExtendPart(n, blocks, keys, bias.repeat(group, 1)[None, None]))
         rows = torch.cat([torch.arange(starts[i], starts[i] + n) for i, n in zip(seqs, qlens)])
@@ -133,11 +135,15 @@ class StepPlan:
     extend: ExtendPlan | None
 
     @staticmethod
-    def build(meta: AttentionMetadata, block_size: int, group: int, paged: bool) -> "StepPlan":
-        """paged: the numba kernel can read this pool (numba_paged.supports)."""
+    def build(meta: AttentionMetadata, block_size: int, group: int, paged: bool, bias_dtype: torch.dtype) -> "StepPlan":
+        """paged: the numba kernel can read this pool (numba_paged.supports); bias_dtype: what the
+        attention computes in, so the masks are made in it once per step, not cast every layer."""
         starts = meta.query_start_loc[:-1].tolist()
         limit = FEW_QUERIES if paged else 1
         short = [i for i, n in enumerate(meta.query_lens_cpu) if 0 < n <= limit]
         long = [i for i, n in enumerate(meta.query_lens_cpu) if n > limit]
-        few = (PagedPlan if paged else DecodePlan).build(meta, short, starts, block_size) if short else None
-        return StepPlan(few, ExtendPlan.build(meta, long, starts, block_size, group) if long else None)
+        few = None
+        if short:
+            few = (PagedPlan.build(meta, short, starts, block_size) if paged
+                   else DecodePlan.build(meta, short, starts, block_size, bias_dtype))
+        return StepPlan(few, ExtendPlan.build(meta, long, starts, block_size, group, bias_dtype) if long else None)

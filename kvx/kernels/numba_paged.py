@@ -141,6 +141,9 @@ def _kernel():
 _NO_SCALES = np.ones((1, 1, 1), np.float32)  # float pools: the kernel never reads it
 
 
+_POOL_VIEWS = {torch.float32: None, torch.int8: None, torch.bfloat16: torch.int16}  # numpy has no bfloat16
+
+
 @functools.cache
 def available() -> bool:
     return _kernel() is not None
@@ -149,9 +152,6 @@ def available() -> bool:
 def supports(kv: LayerKV) -> bool:
     """numba installed (KVX_NUMBA=0 turns it off) and a host pool of a format the kernel reads."""
     return kv.k.device.type == "cpu" and kv.k.dtype in _POOL_VIEWS and available()
-
-
-_POOL_VIEWS = {torch.float32: None, torch.int8: None, torch.bfloat16: torch.int16}  # numpy has no bfloat16
 
 
 def _numpy(pool: torch.Tensor) -> np.ndarray:

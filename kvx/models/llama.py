@@ -75,12 +75,12 @@ class DecoderLayer(nn.Module):
 
     def forward(self, x, cos, sin, backend: AttentionBackend, layer_kv, meta: AttentionMetadata):
         t = x.shape[0]
-        # Projections return their weight's dtype: q/k/v go back to the activation dtype for rope and
-        # attention; o_proj's and down's outputs are promoted in the residual add, and the MLP's wide
-        # intermediate stays in the weight dtype.
-        q, k, v = self.qkv(rms_norm(x, self.attn_norm, self.eps)).to(x.dtype).split(self.split, dim=-1)
-        q = q.view(t, self.heads, self.head_dim)
-        k = k.view(t, self.kv_heads, self.head_dim)
+        # Projections return their weight's dtype: q and k go back to the activation dtype for rope,
+        # v goes to the pool as it is (the store casts it to the pool's dtype); o_proj's and down's
+        # outputs are promoted in the residual add, and the MLP's wide intermediate stays as it is.
+        q, k, v = self.qkv(rms_norm(x, self.attn_norm, self.eps)).split(self.split, dim=-1)
+        q = q.to(x.dtype).view(t, self.heads, self.head_dim)
+        k = k.to(x.dtype).view(t, self.kv_heads, self.head_dim)
         v = v.view(t, self.kv_heads, self.head_dim)
         if self.q_norm is not None:
             q, k = rms_norm(q, self.q_norm, self.eps), rms_norm(k, self.k_norm, self.eps)
