@@ -72,3 +72,4 @@ class EngineConfig:
     max_model_len: int | None = None  # None = the model's context length
     speculative_tokens: int = 4  # prompt-lookup draft per greedy sequence and step (0 = off)
     speculative_rows: int = 48  # draft only while running sequences x (1 + draft) fit in this
+    cuda_graphs: bool = True  # on CUDA with Triton attention: decode steps replayed from captured graphs

@@ -16,10 +16,12 @@ from kvx import kernels
 from kvx.kernels.interface import KVCache
 from kvx.engine.api import EngineConfig, Request, Result, Usage
 from kvx.engine.block_manager import BlockManager
+from kvx.engine.cuda_graphs import decode_graphs_for
 from kvx.engine.host_memory import keep_freed_buffers
 from kvx.engine.model_runner import ModelRunner
 from kvx.engine.radix_cache import RadixCache
-from kvx.engine.sampler import apply_mask, make_generator, sample
+from kvx.engine.masking import LogitMasker
+from kvx.engine.sampler import make_generator, sample
 from kvx.engine.scheduler import Scheduler, common_prefix
 from kvx.engine.sequence import Sequence
 from kvx.engine.speculation import SpeculationConfig, checked_choices, draft_length, propose, row_masks
@@ -94,8 +96,12 @@ class Engine:
         )
         self.metrics = EngineMetrics(batch_tokens=config.batch_tokens, total_blocks=self.blocks.num_blocks)
         self.scheduler = Scheduler(self.blocks, self.cache, self.metrics, config.batch_tokens, config.max_seqs)
-        self.runner = ModelRunner(model.model, self.kv_cache, device)
+        graphs = None
+        if config.cuda_graphs and device.type == "cuda" and resolve_attention(config.attention, device) == "triton":
+            graphs = decode_graphs_for(model.model, self.kv_cache, device, config.max_seqs, self.max_model_len)
+        self.runner = ModelRunner(model.model, self.kv_cache, device, graphs)
         self.speculation = SpeculationConfig(config.speculative_tokens, config.speculative_rows)
+        self.mask_logits = LogitMasker(self.vocab_size)
         self._seq_no = 0
         self._evicted_before = 0
 
@@ -181,9 +187,7 @@ class Engine:
             if seq.generator is None and seq.request.sampling.temperature > 0:
                 seq.generator = make_generator(seq.request.sampling.seed)
             masks.extend(row_masks(seq, n))
-        for row, allowed in zip(logits, masks):
-            if allowed is not None:
-                apply_mask(row, allowed)
+        self.mask_logits(logits, masks)
         owners = [seq for seq, n in zip(seqs, counts) for _ in range(n)]
         tokens = sample(logits, [s.request.sampling for s in owners], [s.generator for s in owners])
         done, first = [], 0

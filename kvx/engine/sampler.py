@@ -2,7 +2,8 @@
 
 Greedy rows (the extraction default) are one batched argmax. Sampled rows each draw from their own
 torch.Generator, so a request's output depends only on its seed, never on what it was batched with.
-A per-row boolean mask (the grammar hook) is applied first; masked tokens get -inf.
+Grammar masks are applied before (kvx/engine/masking.py). On CUDA the argmax runs on the device and
+only token ids come back; a sampled row is copied to the host, where its generator lives.
 """
 from __future__ import annotations
 
@@ -19,14 +20,6 @@ def make_generator(seed: int | None) -> torch.Generator:
     g = torch.Generator()
     g.manual_seed(seed if seed is not None else _seed_source.getrandbits(63))
     return g
-
-
-def apply_mask(row: torch.Tensor, allowed: torch.Tensor) -> None:
-    """row [V] float, allowed [<= V] bool (tokenizer vocab; rows past it are padding: never allowed)."""
-    n = allowed.shape[0]
-    row[:n].masked_fill_(~allowed.to(row.device), float("-inf"))
-    if n < row.shape[0]:
-        row[n:] = float("-inf")
 
 
 def filter_logits(row: torch.Tensor, p: SamplingParams) -> torch.Tensor:
@@ -54,6 +47,6 @@ def sample(
     for i, p in enumerate(params):
         if p.temperature <= 0.0:
             continue
-        probs = torch.softmax(filter_logits(logits[i].float(), p), dim=-1)
+        probs = torch.softmax(filter_logits(logits[i].float().cpu(), p), dim=-1)
         out[i] = int(torch.multinomial(probs, 1, generator=generators[i]).item())
     return out

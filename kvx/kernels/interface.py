@@ -7,8 +7,10 @@ seq_lens[i] - query_len_i and attends causally to everything before it.
 
 KV pool: one tensor [layers, 2, num_blocks, block_size, kv_heads, head_dim] (2 = K, V).
 A token's slot is block_id * block_size + offset; slot -1 means "do not store".
-With int8 KV the pool is int8 and a scale pool [layers, 2, num_blocks, block_size, kv_heads]
-(float32, one scale per token and head) sits beside it.
+With int8 KV the pool is int8 and a float32 scale pool (one scale per token and head) sits beside
+it, stored [layers, 2, num_blocks, kv_heads, block_size] so that one head's scales for a block are
+contiguous (a decode tile reads them in one transaction, not one 32-byte sector per scale), and
+seen by every kernel as [num_blocks, block_size, kv_heads] views through their strides.
 """
 from __future__ import annotations
 
@@ -116,7 +118,8 @@ class KVCache:
         self.dtype = dtype
         shape = (num_layers, 2, num_blocks, block_size, num_kv_heads, head_dim)
         self.data = zeroed(shape, dtype, device)
-        self.scale = zeroed(shape[:-1], torch.float32, device) if dtype == torch.int8 else None
+        scale_shape = (num_layers, 2, num_blocks, num_kv_heads, block_size)
+        self.scale = zeroed(scale_shape, torch.float32, device) if dtype == torch.int8 else None
 
     @staticmethod
     def bytes_per_block(num_layers: int, block_size: int, num_kv_heads: int, head_dim: int, dtype: torch.dtype) -> int:
@@ -128,7 +131,7 @@ class KVCache:
     def layer(self, i: int) -> LayerKV:
         if self.scale is None:
             return LayerKV(self.data[i, 0], self.data[i, 1])
-        return LayerKV(self.data[i, 0], self.data[i, 1], self.scale[i, 0], self.scale[i, 1])
+        return LayerKV(self.data[i, 0], self.data[i, 1], self.scale[i, 0].transpose(1, 2), self.scale[i, 1].transpose(1, 2))
 
     def nbytes(self) -> int:
         n = self.data.numel() * self.data.element_size()

@@ -13,6 +13,7 @@ import torch
 from kvx.kernels.interface import AttentionMetadata, KVCache
 from kvx.kernels.torch_backend import TorchBackend
 from kvx.engine.api import EngineConfig
+from kvx.engine.engine import model_device
 from kvx.models.base import LoadedModel, ModelConfig, ModelSource
 
 VOCAB = 61
@@ -118,18 +119,19 @@ def reference_greedy(loaded: LoadedModel, prompt: list[int], max_tokens: int, st
     c, bs = loaded.config, 8
     total = len(prompt) + max_tokens + 8
     nblocks = -(-total // bs)
-    kv = KVCache(c.num_layers, nblocks, bs, c.num_kv_heads, c.head_dim, loaded.dtype)
+    dev = model_device(loaded.model)
+    kv = KVCache(c.num_layers, nblocks, bs, c.num_kv_heads, c.head_dim, loaded.dtype, dev)
     table = list(range(nblocks))
     tokens, out, fed = list(prompt), [], 0
 
     def forward_new():
         nonlocal fed
         n, end = len(tokens) - fed, len(tokens)
-        meta = AttentionMetadata.build([n], [end], [table], list(range(fed, end)))
-        ids = torch.tensor(tokens[fed:], dtype=torch.int64)
-        pos = torch.arange(fed, end)
+        meta = AttentionMetadata.build([n], [end], [table], list(range(fed, end)), dev)
+        ids = torch.tensor(tokens[fed:], dtype=torch.int64, device=dev)
+        pos = torch.arange(fed, end, device=dev)
         fed = end
-        return loaded.model(ids, pos, meta, kv, torch.tensor([n - 1]))[0]
+        return loaded.model(ids, pos, meta, kv, torch.tensor([n - 1], device=dev))[0].cpu()
 
     pending: list[int] = []
     while len(out) < max_tokens:

@@ -25,7 +25,7 @@ class PagedCase:
 
 
 def rel_err(got: torch.Tensor, want: torch.Tensor) -> float:
-    got, want = got.double(), want.double()
+    got, want = got.double().cpu(), want.double().cpu()
     assert torch.isfinite(got).all(), "output has NaN/inf"
     return ((got - want).abs().max() / want.abs().max().clamp(min=1e-12)).item()
 

@@ -2,27 +2,13 @@
 and picks its attention backend from it: triton on CUDA, the CPU backend otherwise, unless told."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 import torch
 
+from kernel_models import tiny_llama as tiny_loaded
 from kvx.kernels.torch_backend import TorchBackend
 from kvx.engine import Engine, EngineConfig
 from kvx.engine.engine import attach_backend, model_device, resolve_attention
-from kvx.models.base import LoadedModel, ModelConfig, ModelSource
-from kvx.models.llama import LlamaModel, weight_shapes
-
-CFG = ModelConfig(arch="llama", vocab_size=32, hidden_size=16, intermediate_size=32, num_layers=1,
-                  num_heads=2, num_kv_heads=1, head_dim=8, max_position_embeddings=64, eos_token_ids=[0])
-
-
-def tiny_loaded(device: str = "cpu") -> LoadedModel:
-    g = torch.Generator().manual_seed(0)
-    weights = {n: torch.randn(s, generator=g).to(device) for n, s in weight_shapes(CFG).items()}
-    model = LlamaModel(CFG, weights, torch.float32)
-    tok = SimpleNamespace(eos_token_ids=[0])
-    return LoadedModel(CFG, model, tok, ModelSource("tiny", None, "hf"), torch.float32)
 
 
 def test_device_is_the_weights_device_not_parameters():
@@ -55,12 +41,11 @@ def test_cuda_model_gets_cuda_pool_and_triton():
     assert loaded.model.backend.name == "triton"
 
 
-def test_speculation_on_the_triton_backend_keeps_greedy_output():
-    """Drafts reach the Triton extend kernel as multi-token appends (interpreted on a CPU here)."""
+def test_speculation_on_the_triton_backend_keeps_greedy_output(device):
+    """Drafts reach the Triton extend kernel as multi-token appends (interpreted on a CPU)."""
     from kvx.engine import Request, SamplingParams
 
-    loaded = tiny_loaded()
-    loaded.tokenizer.decode = lambda ids: " ".join(map(str, ids))
+    loaded = tiny_loaded(device)
     prompts = [[5, 9, 5, 9, 5, 9, 5], [3, 4, 3, 4, 3], [7, 7, 7, 2, 7, 7]]
 
     outputs = {}
