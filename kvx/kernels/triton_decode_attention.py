@@ -127,9 +127,10 @@ def decode_attention(
     if num_seqs == 0 or q.shape[0] == 0:
         return out
     group = hq // kv_heads
-    # KV tile: on an H200 (batch 64 x 4k) 64 tokens is best for float pools (0.92 of copy bandwidth);
-    # int8 pools are bound by widening, not bytes, and do better with 128 (0.47 vs 0.34 of copy)
-    block_n = block_n or ((128 if kv.quantized else 64) if q.is_cuda else 16)
+    # KV tile: on an H200 (batch 64 x 4k) 64 tokens is best for float pools (0.92 of copy bandwidth).
+    # int8 pools measured faster with 128 (0.47 vs 0.34 of copy) but that launch has not yet been
+    # checked against the twin on a GPU, so they keep 64 until a GPU run's tests cover it.
+    block_n = block_n or (64 if q.is_cuda else 16)
     splits = num_splits or choose_num_splits(num_seqs, kv_heads, meta.max_seq_len, block_n, q.device)
     mid_o = torch.empty((num_seqs, hq, splits, head_dim), dtype=torch.float32, device=q.device)
     mid_lse = torch.empty((num_seqs, hq, splits), dtype=torch.float32, device=q.device)
