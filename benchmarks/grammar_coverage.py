@@ -52,6 +52,7 @@ def parse_args():
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="outcome cache (default $KVX_CACHE/grammar-coverage); a fresh one re-times everything")
     ap.add_argument("--notes-dir", type=Path, default=REPO / "out" / "grammar-coverage")
+    ap.add_argument("--kvx-note", default="", help="added to kvx's line in the report (e.g. the commit of an exported tree)")
     ap.add_argument("--json", type=Path, default=None, help="write every outcome here")
     return ap.parse_args()
 
@@ -85,11 +86,12 @@ def tokenised(entries: list[Entry]):
     return texts, jobs
 
 
-def build_of(engine: str) -> tuple[str, str]:
+def build_of(engine: str, kvx_note: str) -> tuple[str, str]:
     """(cache key, what the report names) for the engine that will run."""
     if engine == "kvx":
         folder, digest, commit = kvx_source()
-        return f"src-{digest}", f"kvx from {folder.parent} at {commit}, grammar sources {digest}"
+        note = f" ({kvx_note})" if kvx_note else ""
+        return f"src-{digest}", f"kvx from {folder.parent} at {commit}{note}, grammar sources {digest}"
     version = peer_version(engine)
     return version, f"{engine} {version}"
 
@@ -140,7 +142,7 @@ def main() -> int:
     if missing:
         print(f"skipping {', '.join(missing)}: not installed (pip install -e '.[peers]')", file=sys.stderr)
     engines = [n for n in engines if n not in missing]
-    builds = {n: build_of(n) for n in engines}
+    builds = {n: build_of(n, args.kvx_note) for n in engines}
     cache_dir = args.cache_dir or default_corpus_dir().parent / "grammar-coverage"
     outcomes = {n: run_engine(n, entries, jobs, args, OutcomeCache(cache_dir, n, builds[n][0], not args.no_cache))
                 for n in engines}

@@ -37,8 +37,8 @@ def _first_line(err: BaseException) -> str:
 
 
 class KvxCompiled:
-    def __init__(self, grammar, checker):
-        self.grammar, self.checker = grammar, checker
+    def __init__(self, grammar, schema):
+        self.grammar, self.schema, self._checker = grammar, schema, None
 
     def accepts(self, ids):
         m = self.grammar.matcher()
@@ -49,8 +49,12 @@ class KvxCompiled:
         return m.is_accepting()
 
     def post_check(self, value):
+        from kvx.cli.validation import RecordChecker
+
         try:
-            return self.checker.problem(value) is None
+            if self._checker is None:  # built on first use: not part of the compile time
+                self._checker = RecordChecker(self.schema)
+            return self._checker.problem(value) is None
         except Exception:  # a check that crashes does not pass the record
             return False
 
@@ -65,7 +69,6 @@ class KvxEngine:
         self._compile({"type": "integer"}, tokenizer, cache=False)  # per-tokenizer tables, once
 
     def compile(self, schema_text):
-        from kvx.cli.validation import RecordChecker
         from kvx.grammar import UnsupportedSchema
 
         schema = json.loads(schema_text)
@@ -77,7 +80,7 @@ class KvxEngine:
             raise Refused(f"RecursionError: {_first_line(err)}", crash=True) from None
         except Exception as err:
             raise Refused(f"{type(err).__name__}: {_first_line(err)}", crash=True) from None
-        return KvxCompiled(grammar, RecordChecker(schema))
+        return KvxCompiled(grammar, schema)
 
 
 class LlgCompiled:

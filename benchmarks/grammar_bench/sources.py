@@ -100,27 +100,32 @@ def kubernetes_kinds(wheel: zipfile.ZipFile, _path: Path) -> Found:
 
 
 def bundle_refs(schema: dict, defs: dict, prefix: str) -> dict:
-    """`schema` with the external definitions it reaches copied under $defs, refs made local."""
+    """`schema` with the external definitions it reaches copied under $defs, refs made local.
+
+    `prefix` + name refers to an external definition from `schema`; inside the definitions
+    document they refer to each other as "#/$defs/" + name, which stays right once copied."""
     needed: dict = {}
 
-    def rewrite(node):
+    def take(name: str) -> None:
+        if name not in needed and name in defs:
+            needed[name] = None  # claimed before the walk, so cycles end
+            needed[name] = rewrite(defs[name], "#/$defs/")
+
+    def rewrite(node, external: str):
         if isinstance(node, dict):
             out = {}
             for k, v in node.items():
-                if k == "$ref" and isinstance(v, str) and v.startswith(prefix):
-                    name = v[len(prefix):]
-                    if name not in needed and name in defs:
-                        needed[name] = None
-                        needed[name] = rewrite(defs[name])
-                    out[k] = "#/$defs/" + name
+                if k == "$ref" and isinstance(v, str) and v.startswith(external):
+                    take(v[len(external):])
+                    out[k] = "#/$defs/" + v[len(external):]
                 else:
-                    out[k] = rewrite(v)
+                    out[k] = rewrite(v, external)
             return out
         if isinstance(node, list):
-            return [rewrite(x) for x in node]
+            return [rewrite(x, external) for x in node]
         return node
 
-    out = rewrite(schema)
+    out = rewrite(schema, prefix)
     return {**out, "$defs": {**out.get("$defs", {}), **needed}} if needed else out
 
 

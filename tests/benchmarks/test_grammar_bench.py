@@ -89,20 +89,26 @@ def test_texts_are_the_same_json_value_in_both_key_orders():
 
 
 def test_bundled_refs_validate_like_the_registry():
-    defs = {"Meta": {"type": "object", "properties": {"name": {"type": "string"}, "owner": {"$ref": "/api/d.json#/$defs/Ref"}},
+    # inside the definitions document they refer to each other locally, as Kubernetes' do
+    defs = {"Meta": {"type": "object", "properties": {"name": {"type": "string"}, "owner": {"$ref": "#/$defs/Ref"}},
                      "required": ["name"]},
-            "Ref": {"type": "object", "properties": {"uid": {"type": "string"}}, "required": ["uid"]},
+            "Ref": {"type": "object", "properties": {"uid": {"type": "string"}, "at": {"$ref": "#/$defs/Time"}},
+                    "required": ["uid"]},
+            "Time": {"type": "string", "format": "date-time"},
             "Unused": {"type": "null"}}
     schema = {"$id": "https://k8s.test/api/pod.json", "type": "object",
               "properties": {"metadata": {"$ref": "/api/d.json#/$defs/Meta"}}}
     bundled = bundle_refs(schema, defs, "/api/d.json#/$defs/")
-    assert set(bundled["$defs"]) == {"Meta", "Ref"}
+    assert set(bundled["$defs"]) == {"Meta", "Ref", "Time"}
     resource = referencing.Resource.from_contents({"$defs": defs}, default_specification=referencing.jsonschema.DRAFT202012)
     registry = referencing.Registry().with_resource("https://k8s.test/api/d.json", resource)
-    reference = jsonschema.Draft202012Validator(schema, registry=registry)
-    mine = jsonschema.Draft202012Validator(bundled)
+    checker = jsonschema.Draft202012Validator.FORMAT_CHECKER
+    reference = jsonschema.Draft202012Validator(schema, registry=registry, format_checker=checker)
+    mine = jsonschema.Draft202012Validator(bundled, format_checker=checker)
     for doc in [{"metadata": {"name": "a"}}, {"metadata": {}}, {"metadata": {"name": "a", "owner": {}}},
-                {"metadata": {"name": "a", "owner": {"uid": "u"}}}, {"metadata": {"name": 3}}]:
+                {"metadata": {"name": "a", "owner": {"uid": "u"}}}, {"metadata": {"name": 3}},
+                {"metadata": {"name": "a", "owner": {"uid": "u", "at": "2024-01-01T00:00:00Z"}}},
+                {"metadata": {"name": "a", "owner": {"uid": "u", "at": 5}}}]:
         assert mine.is_valid(doc) == reference.is_valid(doc), doc
 
 
