@@ -38,10 +38,22 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
     )
 
 
+def cluster_options(a: ExtractArgs):
+    from kvx.cluster.fleet_runtime import ClusterOptions
+
+    return ClusterOptions(replicas=a.replicas, ray_address=a.ray_address, replica_cpus=a.replica_cpus,
+                          replica_gpus=a.replica_gpus)
+
+
 def check_job_options(a: ExtractArgs) -> JobSettings:
     check_positive(a.max_tokens, "--max-tokens")
     check_positive(a.retries, "--retries", 0)
     check_positive(a.max_failures, "--max-failures", 0)
+    check_positive(a.replicas, "--replicas")
+    if a.replica_cpus is not None and a.replica_cpus <= 0:
+        raise ConfigError(f"--replica-cpus {a.replica_cpus:g}: must be more than 0")
+    if a.replica_gpus < 0:
+        raise ConfigError(f"--replica-gpus {a.replica_gpus:g}: must be at least 0")
     input_format(a.input)
     output_format(a.output)
     if a.input == "-" and a.resume and a.output is None:
@@ -68,7 +80,22 @@ def run_extract(a: ExtractArgs) -> int:
     spec = prompt_spec(a, checker)
     source = open_input(a.input, a.id_field)
     finished = done_ids(a.output) if a.resume else set()
-    runtime = build_runtime(schema, opts)
+    runtime = _runtime(a, schema, opts)
+    try:
+        return _run_job(a, settings, source, finished, runtime, schema, spec, checker)
+    finally:
+        runtime.close()
+
+
+def _runtime(a: ExtractArgs, schema: dict, opts):
+    if a.replicas == 1 and a.ray_address is None:
+        return build_runtime(schema, opts)
+    from kvx.cluster.fleet_runtime import build_fleet_runtime
+
+    return build_fleet_runtime(schema, opts, cluster_options(a))
+
+
+def _run_job(a: ExtractArgs, settings: JobSettings, source, finished: set, runtime, schema: dict, spec, checker) -> int:
     try:
         builder = PromptBuilder(spec, schema, runtime.tokenizer)
     except PromptError as e:
