@@ -36,7 +36,9 @@ class FleetSettings:
     window: int = 65536  # requests planned together (memory stays bounded by it)
     lookahead: int = 256  # requests kept on each replica (its running batch + waiting queue)
     groups_per_replica: int = 8
-    cost: CostModel = CostModel(prefill_token=1.0, decode_token=6.0)
+    # a generated token costs ~1.5 computed prompt tokens in full batches on the CPU engine
+    # (benchmarks/calibrate_costs.py: 0.81 vs 0.53 ms; docs/cluster.md)
+    cost: CostModel = CostModel(prefill_token=1.0, decode_token=1.5)
 
 
 @dataclass

@@ -3,8 +3,10 @@
 A replica takes requests from its current group, then its next untouched group. When its own
 queue is dry it steals: among the replicas that still have untouched groups it draws two and robs
 the one with more work left (power of two choices), taking that queue's largest untouched group
-(the last one on a tie: the farthest from what the victim works on now). So a replica whose
-output lengths were underestimated does not leave the others idle. Costs are the plan's estimates.
+(the last one on a tie: the farthest from what the victim works on now). When no group is left
+untouched, it splits off the back half of the requests not yet handed out of another replica's
+current group. So a replica whose output lengths were underestimated does not leave the others
+idle. Costs are the plan's estimates.
 """
 from __future__ import annotations
 
@@ -66,16 +68,30 @@ class WorkQueues:
 
     def _steal(self, thief: int) -> WorkGroup | None:
         busy = [r for r in self.live if r != thief and self.queues[r].untouched]
-        if not busy:
-            return None
-        drawn = self._rng.sample(sorted(busy), min(2, len(busy)))
-        victim = self.queues[max(drawn, key=lambda r: self.queues[r].left())]
-        best = max(range(len(victim.untouched)), key=lambda i: (victim.untouched[i].cost, i))
-        group = victim.untouched[best]
-        del victim.untouched[best]
+        if busy:
+            victim = self.queues[self._busier(busy)]
+            best = max(range(len(victim.untouched)), key=lambda i: (victim.untouched[i].cost, i))
+            group = victim.untouched[best]
+            del victim.untouched[best]
+        else:  # the end of the batch: split the back half off a group another replica is in
+            busy = [r for r in self.live if r != thief and self.queues[r].current and len(self.queues[r].current.keys) > 1]
+            if not busy:
+                return None
+            current = self.queues[self._busier(busy)].current
+            half = len(current.keys) // 2
+            keys = deque(current.keys.pop() for _ in range(half))
+            keys.reverse()
+            group = WorkGroup(keys, current.cost * half / current.size)
+            current.cost -= group.cost
+            current.size -= half
         self.steals += 1
         self.stolen_requests += len(group.keys)
         return group
+
+    def _busier(self, busy: list[int]) -> int:
+        """Power of two choices: of two drawn replicas, the one with more work left."""
+        drawn = self._rng.sample(sorted(busy), min(2, len(busy)))
+        return max(drawn, key=lambda r: self.queues[r].left())
 
     def remove(self, replica: int) -> None:
         """A replica died: its queue goes to the live replica with the least work left, group by group."""

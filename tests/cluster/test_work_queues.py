@@ -45,3 +45,11 @@ def test_power_of_two_robs_the_queue_with_more_work():
     q.add(2, group([3], 50.0))
     q.add(2, group([4], 60.0))
     assert q.take(0, 1) == [4]  # two busy replicas drawn: 2 has more left; its largest group
+
+
+def test_end_of_batch_splits_the_back_half_of_a_current_group():
+    q = WorkQueues(2)
+    q.add(1, group(list(range(10)), 10.0))
+    assert q.take(1, 2) == [0, 1]  # replica 1 is inside its only group: nothing untouched left
+    assert q.take(0, 4) == [6, 7, 8, 9] and q.steals == 1  # half of the 8 not handed out
+    assert q.take(1, 10) == [2, 3, 4, 5] and q.requests() == 0 and q.take(0, 1) == []
