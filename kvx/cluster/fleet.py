@@ -35,6 +35,7 @@ class FleetSettings:
     block_size: int = 16
     window: int = 65536  # requests planned together (memory stays bounded by it)
     lookahead: int = 256  # requests kept on each replica (its running batch + waiting queue)
+    steal_below: int = 128  # a replica steals only when it holds fewer (its batch is about to thin)
     groups_per_replica: int = 8
     # a generated token costs ~1.5 computed prompt tokens in full batches on the CPU engine
     # (benchmarks/calibrate_costs.py: 0.81 vs 0.53 ms; docs/cluster.md)
@@ -113,15 +114,9 @@ class FleetEngine:
         while True:
             if not exhausted and self.queues.requests() < self.settings.lookahead * len(self.queues.live):
                 exhausted = self._plan_window(source)
-            for r in sorted(self.queues.live):
-                if r in calls.values():
-                    continue
-                room = self.settings.lookahead - len(self._sent[r])
-                batch = self.queues.take(r, room) if room > 0 else []
-                if batch or self._sent[r]:
-                    self._sent[r].update(batch)
-                    wire = [self._wire(k) for k in batch]
-                    calls[self.actors[r].exchange.remote(wire, WAIT_S)] = r
+            for r, batch in self._feed(set(calls.values())).items():
+                self._sent[r].update(batch)
+                calls[self.actors[r].exchange.remote([self._wire(k) for k in batch], WAIT_S)] = r
             if not calls:
                 if exhausted or not self.queues.live:
                     return
@@ -135,6 +130,19 @@ class FleetEngine:
                 yield from self._results(r, report)
                 if report.failure is not None:
                     self._lose(r, report.failure)
+
+    def _feed(self, waiting: set[int]) -> dict[int, list[int]]:
+        """New requests for each replica not waiting on a call: every replica from its own queue
+        first, then those about to run dry steal (so none robs a queue its owner has not drawn on)."""
+        s, batches = self.settings, {}
+        free = [r for r in sorted(self.queues.live) if r not in waiting]
+        for r in free:
+            batches[r] = self.queues.take(r, max(s.lookahead - len(self._sent[r]), 0), steal=False)
+        for r in free:
+            held = len(self._sent[r]) + len(batches[r])
+            if held < s.steal_below:
+                batches[r] += self.queues.take(r, s.lookahead - held)
+        return {r: b for r, b in batches.items() if b or self._sent[r]}
 
     def _plan_window(self, source: Iterator[Request]) -> bool:
         """Plan the next window of requests onto the live replicas; True when the source ended."""

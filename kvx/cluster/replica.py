@@ -8,6 +8,7 @@ fleet.py wraps this class with `ray.remote`.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from array import array
@@ -45,6 +46,16 @@ class ReplicaReport:
     failure: str | None = None  # the engine thread died: this replica is lost
 
 
+def _size_thread_pools(threads: int) -> None:
+    """numba's pool (the CPU kernels) holds `threads` workers, not one per core of the machine:
+    idle workers of replicas sharing a box spin on the cores the other replicas compute on
+    (measured: 2 replicas x 1 thread on 2 cores ran 5-10x slower with numba's default pool)."""
+    os.environ["NUMBA_NUM_THREADS"] = str(threads)
+    numba = sys.modules.get("numba")
+    if numba is not None:  # imported already: its pool starts at the first kernel call, from config
+        numba.config.NUMBA_NUM_THREADS = threads
+
+
 @dataclass
 class _Inbox:
     waiting: deque = field(default_factory=deque)
@@ -64,10 +75,9 @@ class ReplicaWorker:
             os.environ["KVX_RUNTIME_FACTORY"] = factory
         else:  # whatever the worker inherited, the driver asked for the real engine
             os.environ.pop("KVX_RUNTIME_FACTORY", None)
+        self.threads = threads
         if threads > 0:
-            import torch
-
-            torch.set_num_threads(threads)
+            _size_thread_pools(threads)
         try:
             self.runtime: Runtime | None = build_runtime(schema, opts)
         except KvxError as e:
@@ -103,6 +113,10 @@ class ReplicaWorker:
 
     # --- the engine's thread -----------------------------------------------------------------
     def _run(self) -> None:
+        if self.threads > 0:  # here, not in __init__: OpenMP's thread count is per calling thread
+            import torch
+
+            torch.set_num_threads(self.threads)
         try:
             for result in self.runtime.engine.generate(self._source()):
                 self._finished(result)

@@ -54,12 +54,12 @@ class WorkQueues:
             q = self.queues[replica].untouched
             q.appendleft(group) if front else q.append(group)
 
-    def take(self, replica: int, n: int) -> list[int]:
-        """Up to n request keys for `replica`: its own queue first, then stolen groups."""
+    def take(self, replica: int, n: int, steal: bool = True) -> list[int]:
+        """Up to n request keys for `replica`: its own queue first, then (if `steal`) stolen groups."""
         q, out = self.queues[replica], []
         while len(out) < n:
             if q.current is None or not q.current.keys:
-                q.current = q.untouched.popleft() if q.untouched else self._steal(replica)
+                q.current = q.untouched.popleft() if q.untouched else (self._steal(replica) if steal else None)
                 if q.current is None:
                     break
             while q.current.keys and len(out) < n:

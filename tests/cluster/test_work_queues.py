@@ -17,6 +17,7 @@ def test_own_groups_in_order_then_steal_largest_untouched_from_busiest():
     q.add(1, group([15], 1.0))
     q.add(2, group([20], 1.0))
     assert q.take(0, 2) == [1, 2] and q.steals == 0
+    assert q.take(0, 2, steal=False) == [] and q.steals == 0
     assert q.take(0, 2) == [12, 13]  # replica 1 has more left; its largest untouched group
     assert q.steals == 1 and q.take(0, 3) == [14, 10, 11] and q.steals == 2  # 1 still has more left
     assert sorted(q.take(1, 5)) == [15, 20] and q.requests() == 0
