@@ -3,7 +3,8 @@
     python benchmarks/cluster_sim.py [--n 1 8 32 100 128] [--workloads ...] [--no-disagg]
 
 Each replica has an LRU prefix cache of blocks (16 tokens; leaves evicted first, as the engine's
-radix cache) of CACHE_BLOCKS, and serves its queue in order; a request costs its computed prompt
+radix cache) of CACHE_BLOCKS, and serves what it holds in prompt order (kvx's token-order
+admission, SGLang's longest-prefix-match scheduling); a request costs its computed prompt
 tokens and its output tokens at the engine's full-batch rates (CALIBRATION, measured by
 benchmarks/calibrate_costs.py). An offline batch goes through an online router as a client would
 send it: up to 256 requests in flight per replica, the next one sent when one finishes, each routed
@@ -319,8 +320,10 @@ class Fleet:
 
 def run_router(w: Workload, n: int, router_cls, order: list[int], seed: int) -> Outcome:
     fleet, router = Fleet(w, n), router_cls(n, w, random.Random(seed))
-    pending, queues, free_at = [0] * n, [deque() for _ in range(n)], [0.0] * n
-    events: list[tuple[float, int, int]] = []  # (time a request finishes, replica, request)
+    # each replica's waiting requests in prompt order (SGLang's longest-prefix-match scheduling,
+    # kvx's token-order admission): the routers get an engine that groups what it was sent
+    pending, queues, busy = [0] * n, [[] for _ in range(n)], [False] * n
+    events: list[tuple[float, int]] = []  # (time a replica's request finishes, replica)
     feed = iter(order)
 
     def send(now: float) -> None:
@@ -329,21 +332,21 @@ def run_router(w: Workload, n: int, router_cls, order: list[int], seed: int) -> 
             return
         r = router.route(i, pending)
         pending[r] += 1
-        queues[r].append(i)
-        if len(queues[r]) == 1 and free_at[r] <= now:
+        heapq.heappush(queues[r], (w.paths[i], i))
+        if not busy[r]:
             start(r, now)
 
     def start(r: int, now: float) -> None:
-        i = queues[r][0]
-        free_at[r] = now + fleet.service(r, i)
-        heapq.heappush(events, (free_at[r], r, i))
+        _, i = heapq.heappop(queues[r])
+        busy[r] = True
+        heapq.heappush(events, (now + fleet.service(r, i), r))
 
     for _ in range(min(IN_FLIGHT * n, len(order))):
         send(0.0)
     now = 0.0
     while events:
-        now, r, i = heapq.heappop(events)
-        queues[r].popleft()
+        now, r = heapq.heappop(events)
+        busy[r] = False
         pending[r] -= 1
         if queues[r]:
             start(r, now)
