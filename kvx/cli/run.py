@@ -8,11 +8,12 @@ from kvx.cli.extract import ExtractArgs
 from kvx.cli.job import Job, JobSettings
 from kvx.cli.options import check_choice, check_positive, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
-from kvx.cli.runtime import EngineOptions, build_runtime
+from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker, load_schema
+from kvx.cluster.options import ClusterOptions
 from kvx.errors import ConfigError
-from kvx.io.readers import input_format, open_input
+from kvx.io.readers import InputSource, input_format, open_input
 from kvx.io.writers import done_ids, open_output, output_format
 from kvx.prompts import PromptBuilder, PromptError, PromptSpec, load_examples, load_template, read_text_option
 
@@ -38,9 +39,7 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
     )
 
 
-def cluster_options(a: ExtractArgs):
-    from kvx.cluster.fleet_runtime import ClusterOptions
-
+def cluster_options(a: ExtractArgs) -> ClusterOptions:
     return ClusterOptions(replicas=a.replicas, ray_address=a.ray_address, replica_cpus=a.replica_cpus,
                           replica_gpus=a.replica_gpus)
 
@@ -87,7 +86,7 @@ def run_extract(a: ExtractArgs) -> int:
         runtime.close()
 
 
-def _runtime(a: ExtractArgs, schema: dict, opts):
+def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:
     if a.replicas == 1 and a.ray_address is None:
         return build_runtime(schema, opts)
     from kvx.cluster.fleet_runtime import build_fleet_runtime
@@ -95,7 +94,8 @@ def _runtime(a: ExtractArgs, schema: dict, opts):
     return build_fleet_runtime(schema, opts, cluster_options(a))
 
 
-def _run_job(a: ExtractArgs, settings: JobSettings, source, finished: set, runtime, schema: dict, spec, checker) -> int:
+def _run_job(a: ExtractArgs, settings: JobSettings, source: InputSource, finished: set[str], runtime: Runtime,
+             schema: dict, spec: PromptSpec, checker: RecordChecker) -> int:
     try:
         builder = PromptBuilder(spec, schema, runtime.tokenizer)
     except PromptError as e:

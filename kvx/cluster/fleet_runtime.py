@@ -7,23 +7,16 @@ cannot enforce (compiled here against the tokenizer), a replica that cannot load
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
 from kvx.cluster.fleet import FleetEngine, FleetSettings
+from kvx.cluster.options import ClusterOptions
 from kvx.cluster.replica import ReplicaWorker
 from kvx.errors import ConfigError
 
 INSTALL = "pip install 'kvx[ray]'"
-
-
-@dataclass(frozen=True)
-class ClusterOptions:
-    replicas: int
-    ray_address: str | None = None
-    replica_cpus: float | None = None  # None: the cluster's CPUs shared out
-    replica_gpus: float = 0.0
 
 
 def build_fleet_runtime(schema: dict, opts: EngineOptions, cluster: ClusterOptions) -> Runtime:

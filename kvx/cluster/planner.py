@@ -20,7 +20,6 @@ simulator's busy max/mean).
 from __future__ import annotations
 
 import bisect
-import math
 from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
