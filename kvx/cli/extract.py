@@ -37,6 +37,10 @@ class ExtractArgs:
     dtype: str = "auto"
     attention: str = "auto"
     kv_dtype: str = "auto"
+    replicas: int = 1
+    ray_address: Optional[str] = None
+    replica_cpus: Optional[float] = None
+    replica_gpus: float = 0.0
 
 
 def extract(
@@ -68,6 +72,10 @@ def extract(
     dtype: str = typer.Option("auto", help="Weights dtype: auto, float32, bfloat16."),
     attention: str = typer.Option("auto", help="Attention backend: auto, torch, triton."),
     kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, float32, bfloat16, float16, int8."),
+    replicas: int = typer.Option(1, help="Engine replicas on Ray, each with its own model (needs kvx[ray])."),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join (default: start a local one)."),
+    replica_cpus: Optional[float] = typer.Option(None, help="CPUs (and torch threads) per replica (default: the cluster's CPUs shared out)."),
+    replica_gpus: float = typer.Option(0.0, help="GPUs per replica."),
 ) -> None:
     """Extract one schema-valid JSON record per input text."""
     args = ExtractArgs(**dict(locals()))  # first statement: locals() holds exactly the options

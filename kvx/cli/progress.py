@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from kvx.cli.fleet_view import fleet_progress, fleet_rows
 from kvx.cli.job import JobOutcome
 from kvx.cli.sink import RowCounts
 
@@ -41,7 +42,7 @@ class ProgressView:
         rate = self.done / max(time.perf_counter() - self.started, 1e-9)
         figures = (f"{rate:.1f} rec/s  {m.get('output_tokens_per_s', 0):.0f} tok/s  "
                    f"cache {m.get('cache_hit_rate', 0):.0%}  batch {m.get('batch_utilisation', 0):.0%}  "
-                   f"KV {m.get('kv_pool_pressure', 0):.0%}")
+                   f"KV {m.get('kv_pool_pressure', 0):.0%}") + fleet_progress(m)
         self._progress.update(self._task, advance=n, figures=figures)
 
     def stop(self) -> None:
@@ -97,6 +98,7 @@ def print_summary(stats: dict) -> None:
         ("batch utilisation", f"{e.get('batch_utilisation', 0):.1%}"),
         ("peak KV pool pressure", f"{e.get('peak_kv_pool_pressure', 0):.1%}"),
     ]
+    rows += fleet_rows(e)
     if stats["interrupted"]:
         rows.append(("interrupted", "yes: rerun with --resume to finish"))
     for name, value in rows:

@@ -8,11 +8,12 @@ from kvx.cli.extract import ExtractArgs
 from kvx.cli.job import Job, JobSettings
 from kvx.cli.options import check_choice, check_positive, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
-from kvx.cli.runtime import EngineOptions, build_runtime
+from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker, load_schema
+from kvx.cluster.options import ClusterOptions
 from kvx.errors import ConfigError
-from kvx.io.readers import input_format, open_input
+from kvx.io.readers import InputSource, input_format, open_input
 from kvx.io.writers import done_ids, open_output, output_format
 from kvx.prompts import PromptBuilder, PromptError, PromptSpec, load_examples, load_template, read_text_option
 
@@ -38,10 +39,20 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
     )
 
 
+def cluster_options(a: ExtractArgs) -> ClusterOptions:
+    return ClusterOptions(replicas=a.replicas, ray_address=a.ray_address, replica_cpus=a.replica_cpus,
+                          replica_gpus=a.replica_gpus)
+
+
 def check_job_options(a: ExtractArgs) -> JobSettings:
     check_positive(a.max_tokens, "--max-tokens")
     check_positive(a.retries, "--retries", 0)
     check_positive(a.max_failures, "--max-failures", 0)
+    check_positive(a.replicas, "--replicas")
+    if a.replica_cpus is not None and a.replica_cpus <= 0:
+        raise ConfigError(f"--replica-cpus {a.replica_cpus:g}: must be more than 0")
+    if a.replica_gpus < 0:
+        raise ConfigError(f"--replica-gpus {a.replica_gpus:g}: must be at least 0")
     input_format(a.input)
     output_format(a.output)
     if a.input == "-" and a.resume and a.output is None:
@@ -68,7 +79,23 @@ def run_extract(a: ExtractArgs) -> int:
     spec = prompt_spec(a, checker)
     source = open_input(a.input, a.id_field)
     finished = done_ids(a.output) if a.resume else set()
-    runtime = build_runtime(schema, opts)
+    runtime = _runtime(a, schema, opts)
+    try:
+        return _run_job(a, settings, source, finished, runtime, schema, spec, checker)
+    finally:
+        runtime.close()
+
+
+def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:
+    if a.replicas == 1 and a.ray_address is None:
+        return build_runtime(schema, opts)
+    from kvx.cluster.fleet_runtime import build_fleet_runtime
+
+    return build_fleet_runtime(schema, opts, cluster_options(a))
+
+
+def _run_job(a: ExtractArgs, settings: JobSettings, source: InputSource, finished: set[str], runtime: Runtime,
+             schema: dict, spec: PromptSpec, checker: RecordChecker) -> int:
     try:
         builder = PromptBuilder(spec, schema, runtime.tokenizer)
     except PromptError as e:

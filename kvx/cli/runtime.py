@@ -34,6 +34,7 @@ class Runtime:
     max_model_len: int
     model_name: str
     grammar: Any = None  # kvx.grammar.Grammar, or None for unconstrained generation
+    close: Callable[[], None] = lambda: None  # release what the runtime holds (a fleet's replicas)
 
     def constraint(self, max_tokens: int) -> Callable[[], Any] | None:
         grammar = self.grammar

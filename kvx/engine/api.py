@@ -14,6 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 
+class Pause:
+    """Yielded by a request source that has nothing now but is not finished (a replica waiting
+    for its next group): the engine runs a step with what it holds and asks again. A source must
+    block rather than pause while the engine holds nothing, or the engine spins asking."""
+
+    def __repr__(self) -> str:
+        return "PAUSE"
+
+
+PAUSE = Pause()
+
+
 @dataclass
 class SamplingParams:
     max_tokens: int = 256

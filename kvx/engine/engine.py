@@ -14,7 +14,7 @@ import torch
 
 from kvx import kernels
 from kvx.kernels.interface import KVCache
-from kvx.engine.api import EngineConfig, Request, Result, Usage
+from kvx.engine.api import PAUSE, EngineConfig, Pause, Request, Result, Usage
 from kvx.engine.block_manager import BlockManager
 from kvx.engine.cuda_graphs import decode_graphs_for
 from kvx.engine.host_memory import keep_freed_buffers
@@ -135,7 +135,7 @@ class Engine:
         return Result(req.id, [], "", "error", usage, error=message, user_data=req.user_data)
 
     # --- the loop ----------------------------------------------------------------------------
-    def generate(self, requests: Iterable[Request]) -> Iterator[Result]:
+    def generate(self, requests: Iterable[Request | Pause]) -> Iterator[Result]:
         self.metrics.reset()
         self._evicted_before = self.cache.evicted_blocks if self.cache is not None else 0
         source = iter(requests)
@@ -146,6 +146,8 @@ class Engine:
                 if req is None:
                     exhausted = True
                     break
+                if req is PAUSE:  # nothing to add now: step what is held, then ask again
+                    break
                 problem = self._check(req)
                 if problem:
                     yield self._error_result(req, problem)
@@ -153,7 +155,9 @@ class Engine:
                 self.scheduler.add(Sequence(req, self._seq_no, self._stop_ids(req)))
                 self._seq_no += 1
             if not self.scheduler.has_work():
-                break
+                if exhausted:
+                    break
+                continue  # the source paused with nothing held: ask it again
             yield from self.step()
 
     @torch.inference_mode()

@@ -4,6 +4,9 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
   FAKE:invalid       every attempt answers a record that violates the schema
   FAKE:flaky         the greedy attempt answers broken JSON, sampled retries answer a valid record
   FAKE:engine-error  the engine reports an error for the sequence
+  FAKE:slow          takes KVX_FAKE_SLOW seconds (a replica whose work was underestimated)
+  FAKE:die           the process exits at once, the first time any process meets such a record
+                     (KVX_FAKE_DIE_ONCE names the flag file that makes it once): a killed replica
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
 (windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
 each result down so a test can kill the process mid-run.
@@ -15,7 +18,7 @@ import os
 import time
 
 from kvx.cli.runtime import EngineOptions, Runtime
-from kvx.engine.api import Result, Usage
+from kvx.engine.api import PAUSE, Result, Usage
 
 CONTEXT = 4096
 
@@ -79,6 +82,10 @@ class FakeEngine:
     def generate(self, requests):
         window = []
         for request in requests:
+            if request is PAUSE:  # a replica's source has nothing new: finish what is held
+                yield from self._finish(reversed(window))
+                window = []
+                continue
             self.seen_requests.append(request)
             window.append(request)
             if len(window) == 4:
@@ -93,6 +100,10 @@ class FakeEngine:
             prompt = self.tokenizer.decode(r.prompt_ids)
             user = prompt.rsplit("<|im_start|>user\n", 1)[-1]
             usage = Usage(prompt_tokens=len(r.prompt_ids))
+            if "FAKE:slow" in user:
+                time.sleep(float(os.environ.get("KVX_FAKE_SLOW", "0.05")))
+            if "FAKE:die" in user:
+                _die_once()
             self.metrics.done += 1
             if "FAKE:engine-error" in user:
                 yield Result(r.id, [], "", "error", usage, error="sequence failed in the engine", user_data=r.user_data)
@@ -101,6 +112,16 @@ class FakeEngine:
             usage.generated_tokens = len(text)
             self.metrics.generated += len(text)
             yield Result(r.id, self.tokenizer.encode(text), text, reason, usage, user_data=r.user_data)
+
+
+def _die_once() -> None:
+    flag = os.environ.get("KVX_FAKE_DIE_ONCE")
+    if flag:
+        try:
+            os.close(os.open(flag, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os._exit(1)
 
 
 def fake_runtime(schema: dict, opts: EngineOptions) -> Runtime:

@@ -1,0 +1,43 @@
+"""The default model on 2 Ray replicas gives the same records as one in-process engine
+(--dtype float32: a record's tokens do not depend on which records share its batch)."""
+import json
+import os
+
+import pytest
+from kvx_cli_helpers import REPO, TICKET_SCHEMA, read_jsonl
+
+ray = pytest.importorskip("ray")
+
+from kvx.cli.main import main  # noqa: E402
+
+LINES = (REPO / "samples" / "tickets.jsonl").read_text("utf-8").splitlines()
+FAST = ["--max-tokens", "64", "--kv-memory", "64MiB", "--dtype", "float32", "-q"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    saved = os.environ.pop("KVX_RUNTIME_FACTORY", None)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=80 << 20)
+    yield
+    ray.shutdown()
+    if saved is not None:
+        os.environ["KVX_RUNTIME_FACTORY"] = saved
+
+
+def test_two_replicas_give_the_records_of_one(cluster, tmp_path, monkeypatch):
+    monkeypatch.delenv("KVX_RUNTIME_FACTORY", raising=False)
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(LINES[30:38]) + "\n")
+
+    def run(name, *extra):
+        out = tmp_path / name
+        code = main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--ordered", *FAST, *extra])
+        return code, read_jsonl(out)
+
+    code1, one = run("one.jsonl")
+    code2, two = run("two.jsonl", "--replicas", "2", "--replica-cpus", "1", "--stats", str(tmp_path / "s.json"))
+    assert code1 == code2 and len(one) == 8
+    assert [(r["id"], r["status"], r["record"]) for r in two] == [(r["id"], r["status"], r["record"]) for r in one]
+    assert sum(r["status"] == "ok" for r in one) >= 6
+    replicas = json.loads((tmp_path / "s.json").read_text())["engine"]["replicas"]
+    assert [r["requests_done"] > 0 for r in replicas] == [True, True]  # both replicas ran records
