@@ -26,6 +26,10 @@ class FakeTokenizer:
     bos_token_id = None
 
     def encode(self, text: str) -> list[int]:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: what HF tokenizers raise for it
+            raise TypeError("TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]") from None
         return [ord(c) for c in text]
 
     def decode(self, ids) -> str:
