@@ -5,9 +5,9 @@ OpenMP pool; the numba kernels follow torch's count (kvx/kernels/numba_env.py). 
 thread spin-waits for the next kernel, by default up to GOMP_SPINCOUNT=300000 spins (~3 ms). On a
 quiet machine that saves a wake-up per kernel; beside a busy process the spinning threads burn the
 CPU share the scheduler gives kvx while the thread that has the work waits for a core, and the run
-fell to ~20% of its quiet throughput (benchmarks/contention.py). A short spin (SPIN_COUNT) keeps
-most of the quiet speed and lets a waiting thread give its core back. The user's own
-OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+fell to 20-24% of its quiet throughput (benchmarks/contention.py, README "Sharing the CPU"). With
+SPIN_COUNT it keeps 43-44%, and the quiet speed within 2%; no spinning at all keeps 55-75% but costs
+20-40% on a quiet machine. The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
 """
 from __future__ import annotations
 

@@ -123,3 +123,28 @@ def test_fresh_run_replaces_old_output(tmp_path):
     assert not out.exists()
     w.close()
     assert pq.read_table(out).num_rows == 0
+
+
+def test_parquet_write_failure_stops_once_and_keeps_committed_parts(tmp_path, monkeypatch):
+    import errno
+
+    from kvx.errors import OutputError
+    from kvx.io import parquet_writer
+
+    out = tmp_path / "o.parquet"
+    w = open_output(str(out), SCHEMA, FP)
+    for r in rows(["a", "b"]):
+        w.add(r)
+    w.commit()
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(parquet_writer, "_write_atomically", disk_full)
+    w.add(rows(["c"])[0])
+    with pytest.raises(OutputError, match="No space left on device.*the 2 rows committed before stay"):
+        w.commit()
+    assert w.close() == 0  # nothing more is written, and no merge is tried
+    assert not out.exists() and len(list(parts_dir(out).glob("part-*.parquet"))) == 1
+    monkeypatch.undo()
+    assert done_ids(out) == {"a", "b"}  # --resume picks up from the committed part
