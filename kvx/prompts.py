@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from kvx.errors import ConfigError, KvxError
+from kvx.io.json_values import decode_problem
 
 DEFAULT_SYSTEM = (
     "You are a careful data extraction assistant. Read the user's text and reply with one JSON "
@@ -110,7 +111,7 @@ def load_examples(path: str, validate) -> list[Example]:
         try:
             pair = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ConfigError(f"{where}: not valid JSON ({e.msg})") from None
+            raise ConfigError(f"{where}: {decode_problem(e)}") from None
         if not isinstance(pair, dict) or "input" not in pair or "output" not in pair:
             raise ConfigError(f'{where}: expected {{"input": ..., "output": ...}}')
         problem = validate(pair["output"])

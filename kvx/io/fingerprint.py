@@ -21,7 +21,7 @@ SHOWN_HASH = 16  # hex digits of a hash a message shows
 
 def sha256_of(value: Any) -> str:
     """sha256 of a JSON value's canonical text (sorted keys, no spaces)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

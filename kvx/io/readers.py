@@ -127,9 +127,10 @@ def read_csv(f: BinaryIO, id_field: str = "id") -> Iterator[InputRecord]:
         problem = "not valid CSV (a quote opened in the header is never closed)" if lines.cut and header else None
     if problem:  # without a header no row can be read: one error row says why
         yield InputRecord(0, "1", "line 1", None, problem)
+    if problem or header is None:  # header is None: an empty file
         return
     number = 0
-    while header is not None:
+    while True:
         first_line = lines.offset + rows.line_num + 1
         try:
             cells = next(rows)

@@ -217,16 +217,16 @@ def wait_for_rows(proc, out: Path, at_least: int = 1):
 
 @pytest.mark.parametrize("resume", [False, True])
 def test_6_a_second_run_on_the_same_output_exits_2_naming_the_holder(tmp_path, capsys, resume):
-    src = write_jsonl(tmp_path / "in.jsonl", tickets(100))
+    src = write_jsonl(tmp_path / "in.jsonl", tickets(50))
     out = tmp_path / "out.jsonl"
-    first = start_slow_run(src, out)  # ~5 s: 100 results 0.05 s apart
+    first = start_slow_run(src, out)  # ~2.5 s of work: 50 results 0.05 s apart
     wait_for_rows(first, out)
     second = write_jsonl(tmp_path / "b.jsonl", tickets(5, "b"))
     assert extract(second, out, *(["--resume"] if resume else [])) == 2  # in-process: no start-up delay
     assert_one_line_error(capsys.readouterr().err, f"pid {first.pid}", "another kvx run")
     _, err = first.communicate(timeout=120)
     assert first.returncode == 0, err.decode()
-    assert sorted(r["id"] for r in read_jsonl(out)) == sorted(f"t{i}" for i in range(100))
+    assert sorted(r["id"] for r in read_jsonl(out)) == sorted(f"t{i}" for i in range(50))
     assert not (tmp_path / "out.jsonl.lock").exists()
 
 
