@@ -62,7 +62,8 @@ class RecordChecker:
             if finish_reason == "length":
                 return None, f"output hit --max-tokens before the JSON was complete; output: {_snippet(text)}"
             return None, f"{decode_problem(e)}; output: {_snippet(text)}"
-        problem = self.problem(value)
+        problem = value_problem(value)  # e.g. "\ud83d" alone: no valid text, no UTF-8 output can hold it
+        problem = f"not usable JSON: {problem}" if problem else self.problem(value)
         if problem:
             return None, f"{problem}; output: {_snippet(text)}"
         return value, None

@@ -42,7 +42,9 @@ class JsonlWriter(BufferedWriter):
 
     def add(self, row: OutputRow) -> int:
         line = json.dumps(row.to_dict(), ensure_ascii=False, separators=(", ", ": "))
-        return self._buffer(line.encode("utf-8") + b"\n")
+        # a lone surrogate can only sit inside a JSON string, where backslashreplace spells it as the
+        # JSON escape it stands for: the line stays valid UTF-8 and reads back the same
+        return self._buffer(line.encode("utf-8", "backslashreplace") + b"\n")
 
     def _flush(self, batch: list[bytes]) -> None:
         self._file.write(b"".join(batch))  # whole lines in one write

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kvx.io.ids import show_id
+from kvx.io.json_values import escape_surrogates
 
 STATUSES = ("ok", "invalid", "error")
 
@@ -24,7 +25,7 @@ class InputRecord:
 
     def message(self, problem: str) -> str:
         """The `error` column of this record's row: 'line 7 (id T-1007): missing field 'text''."""
-        return f"{self.place()}: {problem}"
+        return escape_surrogates(f"{self.place()}: {problem}")  # e.g. a --field name from undecodable argv
 
 
 @dataclass

@@ -4,6 +4,7 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
   FAKE:invalid       every attempt answers a record that violates the schema
   FAKE:flaky         the greedy attempt answers broken JSON, sampled retries answer a valid record
   FAKE:engine-error  the engine reports an error for the sequence
+  FAKE:surrogate     every attempt answers a record holding a lone surrogate escape
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
 (windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
 each result down so a test can kill the process mid-run.
@@ -42,6 +43,9 @@ class FakeTokenizer:
 
 def answer(user_text: str, temperature: float) -> tuple[str, str]:
     """(text, finish_reason) the fake model produces for this record."""
+    if "FAKE:surrogate" in user_text:  # half an emoji, as a JSON escape: valid JSON, not valid text
+        return '{"category": "billing", "priority": "low", "sentiment": "neutral", "summary": "cut \\ud83d", ' \
+               '"requires_refund": false}', "stop"
     if "FAKE:invalid" in user_text:
         return json.dumps({"category": "weather", "priority": "high"}), "stop"
     if "FAKE:flaky" in user_text and temperature == 0:

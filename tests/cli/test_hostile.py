@@ -78,6 +78,17 @@ def test_1_lone_surrogates_and_deep_nesting_are_rows_not_crashes(tmp_path, capsy
     assert rows[bad_id]["status"] == "error" and "lone surrogate" in rows[bad_id]["error"]
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_1_an_output_with_a_lone_surrogate_is_invalid_not_a_crash(tmp_path, suffix):
+    src = write_jsonl(tmp_path / "in.jsonl", [*tickets(2), {"id": "s", "text": "FAKE:surrogate half an emoji"}])
+    out = tmp_path / f"out{suffix}"
+    assert extract(src, out) == 1
+    rows = {r["id"]: r for r in rows_of(out)}
+    assert rows["t0"]["status"] == rows["t1"]["status"] == "ok"
+    assert rows["s"]["status"] == "invalid" and rows["s"]["attempts"] == 3  # retried, like any bad output
+    assert rows["s"]["error"].startswith("line 3 (id s): not usable JSON: lone surrogate \\ud83d")
+
+
 # 2. --resume with another job's output ---------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_2_resume_with_another_schema_exits_2_naming_both_hashes(tmp_path, capsys, suffix):
