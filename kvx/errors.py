@@ -17,3 +17,13 @@ class ConfigError(KvxError):
 
 class CapacityError(KvxError):
     """The KV pool cannot hold even one sequence of the requested size."""
+
+
+class OutputError(KvxError):
+    """Writing the output failed (disk full, file removed, ...): the run stops; committed rows stay."""
+
+
+class OutputClosed(KvxError):
+    """Whoever read our stdout went away (`kvx ... | head -1`): stop quietly, like a tool killed by SIGPIPE."""
+
+    exit_code = 141  # 128 + SIGPIPE, what the shell reports for `yes | head -1`

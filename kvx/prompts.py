@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from kvx.errors import ConfigError, KvxError
+from kvx.io.json_values import decode_problem
 
 DEFAULT_SYSTEM = (
     "You are a careful data extraction assistant. Read the user's text and reply with one JSON "
     "object and nothing else. Use only facts stated in the text; use null where a value is unknown."
 )
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
+BRACES = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}|[{}]")  # every use of a brace in a template
+FORMAT_SPEC = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.-]*[!:]")  # {text!r}, {text:>10}: str.format habits
+MIN_ROOM = 8  # output tokens a prompt must leave in the context to be worth running
 SENTINEL = "\u0000KVX-RECORD\u0000"  # marks where the record goes when splitting the template
 
 
@@ -52,16 +56,47 @@ def read_text_option(value: str | None, option: str) -> str | None:
 
 def _read_file(path: Path, option: str) -> str:
     try:
-        return path.read_text("utf-8")
+        return path.read_text("utf-8-sig")  # -sig: a byte order mark is not part of the text
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{option} {path}: cannot read ({e.__class__.__name__}: {e})") from None
 
 
 def load_template(path: str) -> str:
     text = _read_file(Path(path), "--template")
+    problem = template_problem(text)
+    if problem:
+        raise ConfigError(f"--template {path}: {problem}")
     if not any(m.group(1) for m in PLACEHOLDER.finditer(text)):
         raise ConfigError(f"--template {path}: no {{field}} placeholder in the template")
     return text
+
+
+def template_problem(text: str) -> str | None:
+    """Why a template's braces are not `{field}`, `{{` or `}}` (naming line and column), or None."""
+    for m in BRACES.finditer(text):
+        token = m.group()
+        if token in ("{{", "}}") or PLACEHOLDER.fullmatch(token):
+            continue
+        line = text.count("\n", 0, m.start()) + 1
+        where = f"line {line} column {m.start() - text.rfind(chr(10), 0, m.start())}"
+        if token in ("{", "}"):
+            return f"a lone '{token}' at {where} (write '{token * 2}' for a literal brace)"
+        shown = token if len(token) <= 40 else token[:40] + "..."
+        if FORMAT_SPEC.match(token):
+            return (f"{shown} at {where}: conversions and format specs (!r, :>10) are not supported, "
+                    f"only {{field}}")
+        return f"{shown} at {where} is not a {{field}} placeholder (write '{{{{' and '}}}}' for literal braces)"
+    return None
+
+
+def shared_prompt_problem(shared_tokens: int, context: int, describe_schema: bool) -> str | None:
+    """Why no record can fit when the part every prompt shares is this long, or None."""
+    if shared_tokens + MIN_ROOM <= context:
+        return None
+    hint = ("add --no-schema-prompt (the grammar still enforces the schema; the prompt then does not "
+            "describe it), or shorten --system/--examples") if describe_schema else "shorten --system/--examples"
+    return (f"the prompt part every record shares (system text{', schema' if describe_schema else ''}, examples) "
+            f"is {shared_tokens:,} tokens, past the model's context of {context:,} tokens: {hint}")
 
 
 def load_examples(path: str, validate) -> list[Example]:
@@ -76,7 +111,7 @@ def load_examples(path: str, validate) -> list[Example]:
         try:
             pair = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ConfigError(f"{where}: not valid JSON ({e.msg})") from None
+            raise ConfigError(f"{where}: {decode_problem(e)}") from None
         if not isinstance(pair, dict) or "input" not in pair or "output" not in pair:
             raise ConfigError(f'{where}: expected {{"input": ..., "output": ...}}')
         problem = validate(pair["output"])

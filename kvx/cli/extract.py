@@ -22,6 +22,7 @@ class ExtractArgs:
     no_schema_prompt: bool = False
     ordered: bool = False
     resume: bool = False
+    force: bool = False
     retries: int = 2
     seed: int = 0
     max_failures: int = 0
@@ -41,6 +42,7 @@ class ExtractArgs:
     ray_address: Optional[str] = None
     replica_cpus: Optional[float] = None
     replica_gpus: float = 0.0
+    threads: Optional[int] = None
 
 
 def extract(
@@ -54,9 +56,10 @@ def extract(
     system: Optional[str] = typer.Option(None, help="System prompt TEXT, or @FILE."),
     examples: Optional[str] = typer.Option(None, help='Few-shot FILE: JSONL of {"input": ..., "output": ...}.'),
     raw: bool = typer.Option(False, help="Plain-text prompt; do not apply the model's chat template."),
-    no_schema_prompt: bool = typer.Option(False, help="Do not describe the schema in the prompt."),
+    no_schema_prompt: bool = typer.Option(False, "--no-schema-prompt", help="Do not describe the schema in the prompt."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
+    force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),
     retries: int = typer.Option(2, help="Retries (with seeded sampling) for an output that fails validation."),
     seed: int = typer.Option(0, help="Base seed of the retry sampling."),
     max_failures: int = typer.Option(0, help="Exit 0 even with up to N rows not ok."),
@@ -76,9 +79,13 @@ def extract(
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join (default: start a local one)."),
     replica_cpus: Optional[float] = typer.Option(None, help="CPUs (and torch threads) per replica (default: the cluster's CPUs shared out)."),
     replica_gpus: float = typer.Option(0.0, help="GPUs per replica."),
+    threads: Optional[int] = typer.Option(None, help="CPU threads for the model (default: the cores this process may use)."),
 ) -> None:
     """Extract one schema-valid JSON record per input text."""
     args = ExtractArgs(**dict(locals()))  # first statement: locals() holds exactly the options
+    from kvx.cli.threads import prepare_threads
+
+    args.threads = prepare_threads(args.threads)  # before torch loads: OpenMP reads its settings once
     from kvx.cli.run import run_extract
 
     raise typer.Exit(run_extract(args))

@@ -3,7 +3,8 @@
 Rows leave as sequences finish. A record that fails validation is re-queued with sampling
 (seeded, so a rerun makes the same choices) up to `retries` times, then written as `invalid`.
 Input problems become `error` rows; nothing is dropped. Ctrl-C stops cleanly: finished rows are
-committed, the rest is left for `--resume`.
+committed, the rest is left for `--resume`. So does a write that fails (disk full, stdout closed):
+the job stops, keeps what was committed and reports the failure in its outcome.
 """
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ from kvx.cli.runtime import Runtime
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker
 from kvx.engine.api import Request, Result, SamplingParams
+from kvx.errors import KvxError, OutputClosed, OutputError
+from kvx.io.done_rows import DoneRows
 from kvx.io.readers import InputSource
 from kvx.io.records import InputRecord, OutputRow, RowUsage
-from kvx.prompts import PromptBuilder, PromptError
-
-MIN_ROOM = 8  # output tokens a prompt must leave in the context to be worth running
+from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError
 
 
 @dataclass
@@ -47,14 +48,15 @@ class JobOutcome:
     skipped: int = 0  # already in the output (--resume)
     retries: int = 0  # generations beyond the first
     interrupted: bool = False
+    failure: KvxError | None = None  # the output could not be written: the job stopped there
 
 
 class Job:
     def __init__(self, source: InputSource, sink: RowSink, builder: PromptBuilder, runtime: Runtime,
-                 checker: RecordChecker, settings: JobSettings, done_ids: set[str] | None = None):
+                 checker: RecordChecker, settings: JobSettings, done: DoneRows | None = None):
         self.source, self.sink, self.builder, self.runtime = source, sink, builder, runtime
         self.checker, self.settings = checker, settings
-        self.done_ids = done_ids or set()
+        self.done = done or DoneRows()
         self.outcome = JobOutcome()
         self._retry: deque[Attempt] = deque()
         self._records = iter(source.records)
@@ -73,9 +75,17 @@ class Job:
                     break
         except KeyboardInterrupt:
             self.outcome.interrupted = True
+        except (OutputError, OutputClosed) as e:
+            self.outcome.failure = e
         finally:
-            self.sink.finish()
+            self._finish_sink()
         return self.outcome
+
+    def _finish_sink(self) -> None:
+        try:
+            self.sink.finish()
+        except (OutputError, OutputClosed) as e:  # the last commit (or the Parquet merge) failed
+            self.outcome.failure = self.outcome.failure or e
 
     def _requests(self) -> Iterator[Request]:
         """Retries first (they block rows from finishing), then fresh input, pulled lazily."""
@@ -91,7 +101,7 @@ class Job:
 
     def _admit(self, record: InputRecord) -> Attempt | None:
         self.outcome.read += 1
-        if record.id in self.done_ids:
+        if self.done.has(record):
             self.outcome.skipped += 1
             return None
         self.sink.expect(record.index)
@@ -101,6 +111,8 @@ class Job:
             ids = self.builder.prompt_ids(record.fields)
         except PromptError as e:
             return self._fail(record, str(e))
+        except (TypeError, ValueError, UnicodeError, RecursionError) as e:  # what a tokenizer raises on odd text
+            return self._fail(record, f"cannot tokenize the text ({type(e).__name__}: {' '.join(str(e).split())[:160]})")
         room = self.runtime.max_model_len - len(ids)
         if room < MIN_ROOM:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
@@ -108,7 +120,7 @@ class Job:
         return Attempt(record, ids, min(self.settings.max_tokens, room))
 
     def _fail(self, record: InputRecord, message: str, attempt: Attempt | None = None) -> None:
-        row = OutputRow(record.id, "error", error=f"{record.place()}: {message}")
+        row = OutputRow(record.id, "error", error=record.message(message))
         if attempt is not None:
             row.attempts, row.usage = attempt.number + 1, attempt.usage
         self.sink.put(record.index, row)
@@ -141,5 +153,5 @@ class Job:
             self.outcome.retries += 1
             self._retry.append(attempt)
         else:
-            row = OutputRow(record.id, "invalid", None, f"{record.place()}: {problem}", attempt.number + 1, attempt.usage)
+            row = OutputRow(record.id, "invalid", None, record.message(problem), attempt.number + 1, attempt.usage)
             self.sink.put(record.index, row)

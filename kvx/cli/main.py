@@ -1,10 +1,13 @@
 """The `kvx` command: sub-commands, and the one place errors become one-line messages + exit codes.
 
-Exit codes: 0 all rows ok, 1 some rows not ok (beyond --max-failures), 2 usage error (bad option,
-schema, input path, model), 130 interrupted (Ctrl-C / SIGTERM; finished rows are kept).
+Exit codes: 0 all rows ok, 1 some rows not ok (beyond --max-failures), 2 usage or environment error
+(bad option, schema, input path, model, output locked or unwritable; during work: the output could
+not be written, committed rows kept), 130 interrupted (Ctrl-C / SIGTERM; finished rows are kept),
+141 stdout closed by its reader (`| head`), quietly.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -12,7 +15,7 @@ import typer
 from kvx.cli.extract import extract
 from kvx.cli.models import models
 from kvx.cli.schema import schema_app
-from kvx.errors import KvxError
+from kvx.errors import KvxError, OutputClosed
 
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
@@ -51,8 +54,19 @@ def main(argv: list[str] | None = None) -> int:
     except (typer.Abort, KeyboardInterrupt):
         print("kvx: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OutputClosed as e:  # `kvx ... | head -1`: the reader has what it wanted
+        _silence_stdout()
+        return e.exit_code
     except KvxError as e:
         return _fail(str(e), e.exit_code)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail on the closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, AttributeError, ValueError):
+        pass
 
 
 def _fail(message: str, code: int, hint: str = "") -> int:

@@ -1,6 +1,7 @@
 """Run `kvx extract`: check everything that can be wrong up front (exit 2), then the job."""
 from __future__ import annotations
 
+import dataclasses
 import signal
 import time
 
@@ -8,14 +9,18 @@ from kvx.cli.extract import ExtractArgs
 from kvx.cli.job import Job, JobSettings
 from kvx.cli.options import check_choice, check_positive, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
-from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
+from kvx.cli.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker, load_schema
 from kvx.cluster.options import ClusterOptions
 from kvx.errors import ConfigError
+from kvx.io.done_rows import DoneRows
+from kvx.io.fingerprint import Fingerprint, job_fingerprint
+from kvx.io.output_lock import output_lock
 from kvx.io.readers import InputSource, input_format, open_input
-from kvx.io.writers import done_ids, open_output, output_format
-from kvx.prompts import PromptBuilder, PromptError, PromptSpec, load_examples, load_template, read_text_option
+from kvx.io.writers import RowWriter, check_output_path, open_output, output_format, read_done
+from kvx.prompts import (PromptBuilder, PromptError, PromptSpec, load_examples, load_template, read_text_option,
+                         shared_prompt_problem)
 
 EXIT_OK, EXIT_FAILURES, EXIT_INTERRUPTED = 0, 1, 130
 DTYPES = ("auto", "float32", "bfloat16")
@@ -25,7 +30,7 @@ WHITESPACE = ("compact", "flexible")
 
 
 def engine_options(a: ExtractArgs) -> EngineOptions:
-    return EngineOptions(
+    opts = EngineOptions(
         model=a.model,
         dtype=check_choice(a.dtype, DTYPES, "--dtype"),
         attention=check_choice(a.attention, ATTENTION, "--attention"),
@@ -37,6 +42,8 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
         whitespace=check_choice(a.whitespace, WHITESPACE, "--whitespace"),
         lenient=a.lenient,
     )
+    check_engine_options(opts)
+    return opts
 
 
 def cluster_options(a: ExtractArgs) -> ClusterOptions:
@@ -57,6 +64,8 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
     output_format(a.output)
     if a.input == "-" and a.resume and a.output is None:
         raise ConfigError("--resume needs an output file (-o FILE)")
+    if a.force and not a.resume:
+        raise ConfigError("--force only applies to --resume (without --resume the output is replaced anyway)")
     return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed)
 
 
@@ -71,19 +80,42 @@ def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
     )
 
 
+def fingerprint_of(a: ExtractArgs, schema: dict, spec: PromptSpec) -> Fingerprint:
+    """What makes two runs the same job, for --resume: schema, model, and how records become prompts."""
+    return job_fingerprint(schema, a.model, {**dataclasses.asdict(spec), "id_field": a.id_field})
+
+
+def prompt_builder(a: ExtractArgs, spec: PromptSpec, schema: dict, runtime: Runtime) -> PromptBuilder:
+    try:
+        builder = PromptBuilder(spec, schema, runtime.tokenizer)
+    except PromptError as e:
+        raise ConfigError(f"--examples {a.examples}: {e}") from None
+    except (TypeError, ValueError, UnicodeError) as e:  # the tokenizer refuses the system text
+        raise ConfigError(f"cannot tokenize the shared prompt ({type(e).__name__}: {e})") from None
+    problem = shared_prompt_problem(builder.shared_prefix_tokens(), runtime.max_model_len, spec.describe_schema)
+    if problem:
+        raise ConfigError(problem)
+    return builder
+
+
 def run_extract(a: ExtractArgs) -> int:
     settings = check_job_options(a)
     opts = engine_options(a)
     schema = load_schema(a.schema)
     checker = RecordChecker(schema)
     spec = prompt_spec(a, checker)
+    check_output_path(a.output, a.input, {"--stats": a.stats})
     source = open_input(a.input, a.id_field)
-    finished = done_ids(a.output) if a.resume else set()
-    runtime = _runtime(a, schema, opts)
-    try:
-        return _run_job(a, settings, source, finished, runtime, schema, spec, checker)
-    finally:
-        runtime.close()
+    fingerprint = fingerprint_of(a, schema, spec)
+    with output_lock(a.output):  # held until the last row is committed (and Parquet merged)
+        finished = read_done(a.output, schema, fingerprint, a.force) if a.resume else DoneRows()
+        runtime = _runtime(a, schema, opts)
+        try:
+            builder = prompt_builder(a, spec, schema, runtime)
+            writer = open_output(a.output, schema, fingerprint, resume=a.resume)
+            return run_job(a, source, writer, builder, runtime, checker, settings, finished)
+        finally:
+            runtime.close()
 
 
 def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:
@@ -94,14 +126,8 @@ def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:
     return build_fleet_runtime(schema, opts, cluster_options(a))
 
 
-def _run_job(a: ExtractArgs, settings: JobSettings, source: InputSource, finished: set[str], runtime: Runtime,
-             schema: dict, spec: PromptSpec, checker: RecordChecker) -> int:
-    try:
-        builder = PromptBuilder(spec, schema, runtime.tokenizer)
-    except PromptError as e:
-        raise ConfigError(f"--examples {a.examples}: {e}") from None
-    writer = open_output(a.output, schema, resume=a.resume)
-
+def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: PromptBuilder, runtime: Runtime,
+            checker: RecordChecker, settings: JobSettings, finished: DoneRows) -> int:
     metrics = runtime.engine.metrics.snapshot
     total = None if source.total is None else max(source.total - len(finished), 0)
     view = ProgressView(total, metrics, show_progress(a.quiet))
@@ -118,6 +144,8 @@ def _run_job(a: ExtractArgs, settings: JobSettings, source: InputSource, finishe
                       builder.shared_prefix_tokens())
     if a.stats:
         write_stats(a.stats, stats)
+    if outcome.failure is not None:
+        raise outcome.failure  # one line on stderr (exit 2), or a quiet exit when stdout was closed
     if not a.quiet:
         print_summary(stats)
     if outcome.interrupted:

@@ -43,6 +43,20 @@ class Runtime:
         return lambda: grammar.matcher(max_tokens=max_tokens)
 
 
+def check_engine_options(opts: EngineOptions) -> None:
+    """What the machine cannot do, found before the model loads (exit 2): a KV pool larger than the
+    free memory (it would be killed for memory later), Triton attention without a GPU."""
+    import torch
+
+    from kvx.engine.block_manager import check_pool_fits
+
+    cuda = torch.cuda.is_available()
+    if opts.attention == "triton" and not cuda and os.environ.get("TRITON_INTERPRET") != "1":
+        raise ConfigError("--attention triton needs a CUDA GPU and none is visible; use --attention auto or torch")
+    if opts.kv_memory is not None:  # where load_model puts the weights, the engine puts the pool
+        check_pool_fits(opts.kv_memory, torch.device("cuda" if cuda else "cpu"))
+
+
 def build_runtime(schema: dict, opts: EngineOptions) -> Runtime:
     hook = os.environ.get("KVX_RUNTIME_FACTORY")
     if hook:

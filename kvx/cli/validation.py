@@ -9,22 +9,29 @@ import jsonschema
 from jsonschema import Draft202012Validator
 
 from kvx.errors import ConfigError
+from kvx.io.json_values import decode_problem, value_problem
 
 SNIPPET = 120  # characters of a bad output quoted in its row's error message
+MAX_SCHEMA_DEPTH = 128  # JSON nesting levels; jsonschema and the grammar recurse per level
 
 
 def load_schema(path: str) -> dict:
     p = Path(path)
     try:
-        schema = json.loads(p.read_text("utf-8"))
+        schema = json.loads(p.read_text("utf-8-sig"))  # -sig: a byte order mark is not part of the JSON
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such schema file") from None
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read the schema ({e})") from None
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}: not valid JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        raise ConfigError(f"{path}: not valid JSON ({e.msg.removesuffix(' at')} at line {e.lineno} column {e.colno})") from None
+    except (RecursionError, ValueError) as e:
+        raise ConfigError(f"{path}: not a usable schema ({'nested too deeply' if isinstance(e, RecursionError) else e})") from None
     if not isinstance(schema, dict):
         raise ConfigError(f"{path}: a JSON Schema must be an object")
+    problem = value_problem(schema, MAX_SCHEMA_DEPTH)
+    if problem:
+        raise ConfigError(f"{path}: not a usable schema ({problem})")
     try:
         Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as e:
@@ -54,8 +61,9 @@ class RecordChecker:
         except json.JSONDecodeError as e:
             if finish_reason == "length":
                 return None, f"output hit --max-tokens before the JSON was complete; output: {_snippet(text)}"
-            return None, f"not valid JSON ({e.msg} at column {e.colno}); output: {_snippet(text)}"
-        problem = self.problem(value)
+            return None, f"{decode_problem(e)}; output: {_snippet(text)}"
+        problem = value_problem(value)  # e.g. "\ud83d" alone: no valid text, no UTF-8 output can hold it
+        problem = f"not usable JSON: {problem}" if problem else self.problem(value)
         if problem:
             return None, f"{problem}; output: {_snippet(text)}"
         return value, None

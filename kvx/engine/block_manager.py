@@ -39,6 +39,15 @@ def available_memory(device: torch.device) -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
 
 
+def check_pool_fits(kv_memory: int, device: torch.device) -> None:
+    """CapacityError if a pool of `kv_memory` bytes cannot come out of the free memory (it would be
+    killed for memory, or fail to map, later)."""
+    free = available_memory(device)
+    if kv_memory > free:
+        raise CapacityError(f"--kv-memory {format_bytes(kv_memory)} is more than the free memory "
+                            f"({format_bytes(free)} on {device.type}); ask for less")
+
+
 def pool_num_blocks(
     kv_memory: int | None,
     kv_memory_fraction: float,
@@ -47,6 +56,7 @@ def pool_num_blocks(
 ) -> int:
     """Blocks that fit in --kv-memory bytes (or the fraction of free memory); CapacityError if none."""
     if kv_memory is not None:
+        check_pool_fits(kv_memory, device)
         budget, what = kv_memory, f"--kv-memory {format_bytes(kv_memory)}"
     else:
         budget = int(available_memory(device) * kv_memory_fraction)

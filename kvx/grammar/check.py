@@ -29,21 +29,25 @@ def _load_tokenizer(model_spec: str | None):
 def _read_schema(schema_path: str) -> dict:
     path = Path(schema_path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as err:
         raise KvxError(f"{schema_path}: cannot read schema ({err.strerror})") from None
     except json.JSONDecodeError as err:
         raise KvxError(f"{schema_path}:{err.lineno}: invalid JSON ({err.msg})") from None
 
 
-def schema_report(schema_path: str, model_spec: str | None, tokenizer=None) -> dict:
-    """Compile (no disk cache, so times are real) and time the first mask; raises KvxError."""
+def schema_report(schema_path: str, model_spec: str | None, tokenizer=None, context: int | None = None) -> dict:
+    """Compile (no disk cache, so times are real) and time the first mask; raises KvxError.
+    With the model's `context` (known when the model's tokenizer is loaded here), also measure the
+    prompt part that describes the schema, which must leave room for the record."""
     schema = _read_schema(schema_path)
-    tokenizer = tokenizer if tokenizer is not None else _load_tokenizer(model_spec)
+    if tokenizer is None:
+        tokenizer = _load_tokenizer(model_spec)
+        context = tokenizer.context_length
     grammar = compile_schema(schema, tokenizer, cache=False)
     t1 = time.perf_counter()
     grammar.matcher().allowed_mask()
-    return {
+    report = {
         "schema": schema_path,
         "supported": True,
         "dfa_states": grammar.dfa.num_states,
@@ -53,6 +57,12 @@ def schema_report(schema_path: str, model_spec: str | None, tokenizer=None) -> d
         "warnings": grammar.warnings,
         "post_checks": grammar.post_checks,
     }
+    if context is not None:
+        from kvx.prompts import PromptBuilder, PromptSpec, shared_prompt_problem
+
+        tokens = PromptBuilder(PromptSpec(), schema, tokenizer).shared_prefix_tokens()
+        report.update(prompt_tokens=tokens, context=context, prompt_problem=shared_prompt_problem(tokens, context, True))
+    return report
 
 
 def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None) -> int:
@@ -65,6 +75,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         else:
             print(f"unsupported: {err}")
         return 2
+    code = 2 if report.get("prompt_problem") else 0  # supported, but `kvx extract` would refuse it as it is
     if as_json:
         print(json.dumps(report))
     else:
@@ -76,4 +87,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
             print(f"warning: {w}")
         if report["post_checks"]:
             print("checked after generation: " + ", ".join(report["post_checks"]))
-    return 0
+        if "prompt_tokens" in report:
+            print(f"prompt: {report['prompt_problem']}" if code else
+                  f"prompt: {report['prompt_tokens']:,} tokens shared by every record (system text + schema) "
+                  f"of the model's {report['context']:,}")
+    return code

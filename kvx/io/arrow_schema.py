@@ -3,7 +3,9 @@
 strings -> string, integer -> int64, number -> float64, boolean -> bool, arrays -> list<...>,
 objects with properties -> struct<...>, string enums -> dictionary<int32, string>. What has no single
 Arrow type (mixed anyOf, free-form objects, recursion past MAX_DEPTH) is stored as JSON text, so no
-value is ever lost or coerced into the wrong type.
+value is ever lost or coerced into the wrong type. An object that allows keys it does not list
+(additionalProperties not false) gets one more string child, EXTRA: the unlisted keys as a JSON
+object text (null when there are none), so a Parquet row holds what the JSONL row holds.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 MAX_DEPTH = 8  # recursive $refs become JSON text below this
+EXTRA = "_extra"  # the struct child holding an open object's unlisted keys (underscores added on a clash)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -122,13 +125,33 @@ def _struct_column(schema: dict, root: dict, depth: int) -> Column:
     if not props:
         return JSON_TEXT  # a free-form object has no fixed columns
     children = {name: column_for(sub, root, depth + 1) for name, sub in props.items()}
+    extra = _extra_name(children) if _is_open(schema) else None
 
     def convert(v: Any) -> Any:
         if not isinstance(v, dict):
             return None
-        return {name: col.convert(v.get(name)) for name, col in children.items()}
+        out = {name: col.convert(v.get(name)) for name, col in children.items()}
+        if extra is not None:
+            rest = {k: x for k, x in v.items() if k not in children}
+            out[extra] = json.dumps(rest, ensure_ascii=False) if rest else None
+        return out
 
-    return Column(pa.struct([pa.field(n, c.type) for n, c in children.items()]), convert)
+    fields = [pa.field(n, c.type) for n, c in children.items()] + ([pa.field(extra, pa.string())] if extra else [])
+    return Column(pa.struct(fields), convert)
+
+
+def _is_open(schema: dict) -> bool:
+    """Can a valid value of this object schema hold keys its properties do not list?"""
+    closed = schema.get("additionalProperties") is False or (
+        "additionalProperties" not in schema and schema.get("unevaluatedProperties") is False)
+    return not closed or bool(schema.get("patternProperties"))
+
+
+def _extra_name(children: dict) -> str:
+    name = EXTRA
+    while name in children:
+        name += "_"
+    return name
 
 
 def _resolve(ref: str, root: dict) -> Any:

@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvx.errors import KvxError, OutputError
+
 
 @dataclass
 class CommitPolicy:
@@ -48,11 +50,18 @@ def fsync_dir(path: Path) -> None:
 
 
 class BufferedWriter:
-    """Rows buffer until the policy says commit; subclasses make one batch durable in _flush."""
+    """Rows buffer until the policy says commit; subclasses make one batch durable in _flush.
 
-    def __init__(self, policy: CommitPolicy):
+    A batch that cannot be written (disk full, ...) raises OutputError once; the writer is then
+    `failed` and writes nothing more, so closing it after the failure does not fail again."""
+
+    io_errors: tuple[type[BaseException], ...] = (OSError,)  # what _flush raises when the medium fails
+
+    def __init__(self, policy: CommitPolicy, name: str):
         self.policy = policy
+        self.name = name  # the output, as messages name it
         self.committed = 0  # rows made durable so far
+        self.failed: KvxError | None = None
         self._pending: list = []
 
     def _buffer(self, item) -> int:
@@ -61,14 +70,24 @@ class BufferedWriter:
         return self.commit() if self.policy.due(len(self._pending)) else 0
 
     def commit(self) -> int:
-        if not self._pending:
+        if not self._pending or self.failed is not None:
             return 0
         n = len(self._pending)
-        self._flush(self._pending)
+        try:
+            self._flush(self._pending)
+        except self.io_errors as e:
+            self._pending = []
+            self.failed = self._failure(e)
+            raise self.failed from None
         self._pending = []
         self.policy.reset()
         self.committed += n
         return n
+
+    def _failure(self, error: BaseException) -> KvxError:
+        reason = getattr(error, "strerror", None) or " ".join(str(error).split())
+        return OutputError(f"cannot write {self.name} ({reason}); the {self.committed} rows committed before "
+                           f"stay: fix it and rerun with --resume")
 
     def _flush(self, batch: list) -> None:
         raise NotImplementedError

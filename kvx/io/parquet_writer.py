@@ -4,7 +4,8 @@ While a job runs, each committed batch is its own small Parquet file in `OUT.par
 written to `*.tmp`, fsynced, then renamed (atomic): a part either exists whole or not at all.
 On close the parts are merged into `OUT.parquet` (again tmp + fsync + rename). The merged file's
 metadata lists the parts it absorbed, so a crash between the rename and deleting the parts cannot
-double-count them: `--resume` first deletes parts the finished file already names.
+double-count them: `--resume` first deletes parts the finished file already names. Every file
+(parts and merged) carries the job's fingerprint in its metadata (kvx/io/fingerprint.py).
 """
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kvx.errors import ConfigError
+from kvx.errors import ConfigError, OutputError
 from kvx.io.arrow_schema import Column, output_schema
 from kvx.io.commit_policy import BufferedWriter, CommitPolicy, fsync_dir
+from kvx.io.done_rows import DoneRows
+from kvx.io.fingerprint import Fingerprint
 from kvx.io.records import OutputRow
 
 MERGED_KEY = b"kvx.merged_parts"
+FINGERPRINT_KEY = b"kvx.fingerprint"
 
 
 def parts_dir(path: Path) -> Path:
@@ -30,20 +34,27 @@ def parts_dir(path: Path) -> Path:
 
 
 class ParquetWriter(BufferedWriter):
-    def __init__(self, path: str, record: Column, resume: bool = False, policy: CommitPolicy | None = None):
-        super().__init__(policy or CommitPolicy(max_rows=512, max_seconds=2.0))
+    io_errors = (OSError, pa.ArrowException)
+
+    def __init__(self, path: str, record: Column, fingerprint: Fingerprint | None = None, resume: bool = False,
+                 policy: CommitPolicy | None = None):
+        super().__init__(policy or CommitPolicy(max_rows=512, max_seconds=2.0), path)
         self.path = Path(path)
         self.parts = parts_dir(self.path)
         self.record = record
-        self.schema = output_schema(record)
+        meta = {FINGERPRINT_KEY: fingerprint.to_json().encode()} if fingerprint is not None else None
+        self.schema = output_schema(record).with_metadata(meta)
         self._run = f"{time.time_ns():x}"  # part names are unique across runs
         self._seq = 0
-        if resume:
-            drop_merged_parts(self.path)
-        else:
-            shutil.rmtree(self.parts, ignore_errors=True)
-            self.path.unlink(missing_ok=True)
-        self.parts.mkdir(parents=True, exist_ok=True)
+        try:
+            if resume:
+                drop_merged_parts(self.path)
+            else:
+                shutil.rmtree(self.parts, ignore_errors=True)
+                self.path.unlink(missing_ok=True)
+            self.parts.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"{self.path}: cannot write the output ({e.strerror or e})") from None
 
     def add(self, row: OutputRow) -> int:
         d = row.to_dict()
@@ -57,7 +68,13 @@ class ParquetWriter(BufferedWriter):
 
     def close(self) -> int:
         n = self.commit()
-        merge_parts(self.path, self.schema)
+        if self.failed is None:  # after a failed write the parts stay for --resume
+            try:
+                merge_parts(self.path, self.schema)
+            except self.io_errors as e:
+                reason = " ".join(str(e).split())[:300]
+                raise OutputError(f"cannot merge the parts of {self.path} ({reason}); the committed rows stay "
+                                  f"in {self.parts}/: fix it and rerun with --resume") from None
         return n
 
 
@@ -121,13 +138,42 @@ def _merged_names(path: Path) -> list[str]:
     return json.loads(meta.get(MERGED_KEY, b"[]"))
 
 
-def parquet_done_ids(path: Path) -> set[str]:
-    """Ids in OUT plus its committed parts (call after drop_merged_parts)."""
-    ids: set[str] = set()
-    for src in ([path] if path.exists() else []) + _part_files(parts_dir(path)):
+def _outputs(path: Path) -> list[Path]:
+    """OUT (if any) and its committed parts (call after drop_merged_parts)."""
+    return ([path] if path.exists() else []) + _part_files(parts_dir(path))
+
+
+def parquet_fingerprints(path: Path) -> list[Fingerprint | None]:
+    """The fingerprints of OUT and its parts (None for a file without one)."""
+    return [Fingerprint.from_json((schema.metadata or {}).get(FINGERPRINT_KEY, b"")) for _, schema in _schemas(path)]
+
+
+def check_record_type(path: Path, record_type: pa.DataType) -> None:
+    """ConfigError if OUT or a part holds records of another Arrow type: even --force cannot put
+    both in one file (the merge would fail after all the work)."""
+    for src, schema in _schemas(path):
+        if "record" in schema.names and schema.field("record").type != record_type:
+            raise ConfigError(f"--resume: {src} holds records of another type ({schema.field('record').type}), "
+                              f"which cannot share a Parquet file with this schema's ({record_type}); "
+                              f"write to another -o, or rerun without --resume to replace it")
+
+
+def _schemas(path: Path) -> list[tuple[Path, pa.Schema]]:
+    out = []
+    for src in _outputs(path):
         try:
-            column = pq.read_table(src, columns=["id"]).column("id")
-        except Exception as e:
+            out.append((src, pq.read_schema(src)))
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a damaged file
+            raise ConfigError(f"{src}: not a readable Parquet file ({e}); cannot --resume from it") from None
+    return out
+
+
+def parquet_done_rows(path: Path, done: DoneRows) -> None:
+    """Add the rows in OUT plus its committed parts to `done` (call after drop_merged_parts)."""
+    for src in _outputs(path):
+        try:
+            table = pq.read_table(src, columns=["id", "error"])
+        except Exception as e:  # noqa: BLE001 - pyarrow raises several types for a damaged file
             raise ConfigError(f"{src}: not a kvx output file ({e}); cannot --resume from it") from None
-        ids.update(str(v) for v in column.to_pylist())
-    return ids
+        for rid, error in zip(table.column("id").to_pylist(), table.column("error").to_pylist()):
+            done.add(str(rid), error)

@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kvx.io.ids import show_id
+from kvx.io.json_values import escape_surrogates
+
 STATUSES = ("ok", "invalid", "error")
 
 
@@ -14,10 +17,15 @@ class InputRecord:
     where: str  # "line 7" / "row 7": where a message should point the user
     fields: dict[str, Any] | None  # None when the input itself was unreadable
     error: str | None = None  # why the input could not be read (one line)
+    duplicate_of: str | None = None  # where an earlier record with this id is (kvx/io/duplicates.py)
 
     def place(self) -> str:
         """'line 7 (id T-1007)' — names both, so the user can find the record either way."""
-        return self.where if self.where.endswith(f" {self.id}") else f"{self.where} (id {self.id})"
+        return self.where if self.where.endswith(f" {self.id}") else f"{self.where} (id {show_id(self.id)})"
+
+    def message(self, problem: str) -> str:
+        """The `error` column of this record's row: 'line 7 (id T-1007): missing field 'text''."""
+        return escape_surrogates(f"{self.place()}: {problem}")  # e.g. a --field name from undecodable argv
 
 
 @dataclass

@@ -49,7 +49,8 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
 
 
 def _tokenizer(hf, config: ModelConfig) -> Tokenizer:
-    return Tokenizer.for_model(hf, config.vocab_size, config.eos_token_ids, config.bos_token_id)
+    return Tokenizer.for_model(hf, config.vocab_size, config.eos_token_ids, config.bos_token_id,
+                               config.max_position_embeddings)
 
 
 def _from_entry(entry: CacheEntry, with_weights: bool):

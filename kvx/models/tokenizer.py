@@ -6,19 +6,23 @@ from typing import Any
 
 
 class Tokenizer:
-    """`.hf` is the transformers fast tokenizer; `.vocab_size` counts the model's embedding rows (>= len(hf))."""
+    """`.hf` is the transformers fast tokenizer; `.vocab_size` counts the model's embedding rows (>= len(hf));
+    `.context_length` is the model's context in tokens (None where unknown)."""
 
-    def __init__(self, hf: Any, vocab_size: int, eos_token_ids: list[int], bos_token_id: int | None):
+    def __init__(self, hf: Any, vocab_size: int, eos_token_ids: list[int], bos_token_id: int | None,
+                 context_length: int | None = None):
         self.hf = hf
         self.vocab_size = max(int(vocab_size), len(hf))
         self.eos_token_ids = list(eos_token_ids)
         self.bos_token_id = bos_token_id
+        self.context_length = context_length
 
     @classmethod
-    def for_model(cls, hf: Any, vocab_size: int, eos_token_ids: list[int], bos_token_id: int | None) -> "Tokenizer":
+    def for_model(cls, hf: Any, vocab_size: int, eos_token_ids: list[int], bos_token_id: int | None,
+                  context_length: int | None = None) -> "Tokenizer":
         """The model config's EOS/BOS ids win; the tokenizer's own are the fallback."""
         eos = eos_token_ids or ([hf.eos_token_id] if hf.eos_token_id is not None else [])
-        return cls(hf, vocab_size, eos, bos_token_id if bos_token_id is not None else hf.bos_token_id)
+        return cls(hf, vocab_size, eos, bos_token_id if bos_token_id is not None else hf.bos_token_id, context_length)
 
     @staticmethod
     def hf_from_dir(path: Path) -> Any:

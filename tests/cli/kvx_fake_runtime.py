@@ -7,6 +7,7 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
   FAKE:slow          takes KVX_FAKE_SLOW seconds (a replica whose work was underestimated)
   FAKE:die           the process exits at once, the first time any process meets such a record
                      (KVX_FAKE_DIE_ONCE names the flag file that makes it once): a killed replica
+  FAKE:surrogate     every attempt answers a record holding a lone surrogate escape
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
 (windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
 each result down so a test can kill the process mid-run.
@@ -29,6 +30,10 @@ class FakeTokenizer:
     bos_token_id = None
 
     def encode(self, text: str) -> list[int]:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: what HF tokenizers raise for it
+            raise TypeError("TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]") from None
         return [ord(c) for c in text]
 
     def decode(self, ids) -> str:
@@ -41,6 +46,9 @@ class FakeTokenizer:
 
 def answer(user_text: str, temperature: float) -> tuple[str, str]:
     """(text, finish_reason) the fake model produces for this record."""
+    if "FAKE:surrogate" in user_text:  # half an emoji, as a JSON escape: valid JSON, not valid text
+        return '{"category": "billing", "priority": "low", "sentiment": "neutral", "summary": "cut \\ud83d", ' \
+               '"requires_refund": false}', "stop"
     if "FAKE:invalid" in user_text:
         return json.dumps({"category": "weather", "priority": "high"}), "stop"
     if "FAKE:flaky" in user_text and temperature == 0:

@@ -28,6 +28,7 @@ def test_attention_option_reaches_engine_config(monkeypatch, tmp_path, choice):
         raise Stop  # the job itself is not what this test is about
 
     monkeypatch.delenv("KVX_RUNTIME_FACTORY", raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # triton without a GPU only runs interpreted (tests)
     monkeypatch.setattr(kvx.models, "load_model", lambda spec, dtype="auto": FakeLoaded())
     monkeypatch.setattr(kvx.grammar, "compile_schema", lambda *a, **k: None)
     monkeypatch.setattr(kvx.engine, "Engine", fake_engine)

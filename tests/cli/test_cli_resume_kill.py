@@ -90,7 +90,10 @@ def test_resume_after_torn_line_and_stdin_pipe(tmp_path):
     lines = proc.stdout.decode().splitlines()
     assert [json.loads(line)["id"] for line in lines] == ids
     out.write_text("\n".join(lines[:10]) + "\n" + lines[10][: len(lines[10]) // 2])  # a crash mid-line
+    # rows written to stdout have no fingerprint sidecar: resuming them takes --force
     proc = run_kvx(["extract", src, "--schema", TICKET_SCHEMA, "-o", out, "--resume", "-q"])
+    assert proc.returncode == 2 and b"--force" in proc.stderr
+    proc = run_kvx(["extract", src, "--schema", TICKET_SCHEMA, "-o", out, "--resume", "--force", "-q"])
     assert proc.returncode == 1
     seen = [r["id"] for r in read_jsonl(out)]
     assert sorted(seen) == sorted(ids) and len(seen) == len(set(seen))

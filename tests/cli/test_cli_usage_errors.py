@@ -75,8 +75,10 @@ def test_corrupt_parquet_input(tmp_path, capsys):
 
 def test_resume_from_a_foreign_file(tmp_path, capsys):
     (tmp_path / "out.jsonl").write_text('{"not": "a kvx row"}\n')
-    code = main(["extract", str(SAMPLES), "--schema", str(TICKET_SCHEMA), "-o", str(tmp_path / "out.jsonl"), "--resume"])
-    assert code == 2
+    args = ["extract", str(SAMPLES), "--schema", str(TICKET_SCHEMA), "-o", str(tmp_path / "out.jsonl"), "--resume"]
+    assert main(args) == 2  # no fingerprint: not known to be this job's output
+    assert_one_line_error(capsys.readouterr().err, "out.jsonl has no kvx fingerprint", "--force")
+    assert main(args + ["--force"]) == 2  # and with --force, its rows are not kvx rows
     assert_one_line_error(capsys.readouterr().err, "out.jsonl line 1: not a kvx output row")
 
 

@@ -21,7 +21,8 @@ def test_jsonl_ids_errors_and_blank_lines():
     assert recs[2].error.startswith("not valid JSON") and recs[2].fields is None
     assert recs[3].error == "not valid UTF-8 (byte 0xff at column 1)"
     assert recs[4].error == "expected a JSON object, got str"
-    assert recs[5].error is None  # a boolean id is not an id: the line number stands in
+    # a boolean id cannot name a row: an error row, under the line number
+    assert recs[5].error == "the id field 'id' holds a boolean, not a string or a number" and recs[5].fields is None
 
 
 def test_csv_multiline_cells_and_bad_bytes():

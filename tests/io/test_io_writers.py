@@ -9,8 +9,9 @@ import pytest
 
 from kvx.io.arrow_schema import column_for
 from kvx.io.parquet_writer import MERGED_KEY, ParquetWriter, merge_parts, parts_dir
+from kvx.io.fingerprint import job_fingerprint
 from kvx.io.records import OutputRow, RowUsage
-from kvx.io.writers import done_ids, open_output
+from kvx.io.writers import open_output, read_done
 
 REPO = Path(__file__).resolve().parents[2]
 ENUM = pa.dictionary(pa.int32(), pa.string())
@@ -37,7 +38,7 @@ def test_mixed_and_free_form_values_kept_as_json_text():
         "free": {"type": "object"},
         "big": {"type": "integer"}}})
     assert col.convert({"v": 3, "n": 2, "free": {"a": [1]}, "big": 2**70}) == {
-        "v": "3", "n": 2.0, "free": '{"a": [1]}', "big": None}
+        "v": "3", "n": 2.0, "free": '{"a": [1]}', "big": None, "_extra": None}  # open object: no extra keys here
 
 
 def rows(ids, status="ok"):
@@ -47,11 +48,16 @@ def rows(ids, status="ok"):
 
 
 SCHEMA = json.loads((REPO / "schemas" / "ticket.json").read_text())
+FP = job_fingerprint(SCHEMA, "test-model", {})
+
+
+def done_ids(out):
+    return read_done(str(out), SCHEMA, FP).ids
 
 
 def test_parquet_parts_merge_and_resume(tmp_path):
     out = tmp_path / "o.parquet"
-    w = open_output(str(out), SCHEMA)
+    w = open_output(str(out), SCHEMA, FP)
     for r in rows(["a", "b"]):
         w.add(r)
     assert w.commit() == 2 and len(list(parts_dir(out).glob("part-*.parquet"))) == 1
@@ -60,7 +66,7 @@ def test_parquet_parts_merge_and_resume(tmp_path):
     w.commit()
     # crash here: parts exist, no merged file yet
     assert done_ids(str(out)) == {"a", "b", "c"}
-    w2 = open_output(str(out), SCHEMA, resume=True)
+    w2 = open_output(str(out), SCHEMA, FP, resume=True)
     for r in rows(["d"]):
         w2.add(r)
     w2.close()
@@ -72,7 +78,7 @@ def test_parquet_parts_merge_and_resume(tmp_path):
 
 def test_crash_between_merge_rename_and_part_cleanup(tmp_path):
     out = tmp_path / "o.parquet"
-    w = ParquetWriter(str(out), column_for(SCHEMA))
+    w = ParquetWriter(str(out), column_for(SCHEMA), FP)
     for r in rows(["a", "b"]):
         w.add(r)
     w.commit()
@@ -85,14 +91,14 @@ def test_crash_between_merge_rename_and_part_cleanup(tmp_path):
     assert json.loads(pq.read_schema(out).metadata[MERGED_KEY]) == list(kept)
     assert done_ids(str(out)) == {"a", "b"}
     assert list(parts_dir(out).iterdir()) == []  # merged parts and the torn tmp are gone
-    w2 = ParquetWriter(str(out), column_for(SCHEMA), resume=True)
+    w2 = ParquetWriter(str(out), column_for(SCHEMA), FP, resume=True)
     w2.close()
     assert sorted(pq.read_table(out).column("id").to_pylist()) == ["a", "b"]  # never duplicated
 
 
 def test_jsonl_torn_tail_is_cut_on_resume(tmp_path):
     out = tmp_path / "o.jsonl"
-    w = open_output(str(out), SCHEMA)
+    w = open_output(str(out), SCHEMA, FP)
     for r in rows(["a", "b"]):
         w.add(r)
     w.close()
@@ -100,7 +106,7 @@ def test_jsonl_torn_tail_is_cut_on_resume(tmp_path):
         f.write(b'{"id": "c", "status": "o')  # killed mid-write
     assert done_ids(str(out)) == {"a", "b"}
     assert out.read_bytes().endswith(b"}\n")
-    w = open_output(str(out), SCHEMA, resume=True)
+    w = open_output(str(out), SCHEMA, FP, resume=True)
     for r in rows(["c"]):
         w.add(r)
     w.close()
@@ -109,11 +115,36 @@ def test_jsonl_torn_tail_is_cut_on_resume(tmp_path):
 
 def test_fresh_run_replaces_old_output(tmp_path):
     out = tmp_path / "o.parquet"
-    w = open_output(str(out), SCHEMA)
+    w = open_output(str(out), SCHEMA, FP)
     for r in rows(["a"]):
         w.add(r)
     w.close()
-    w = open_output(str(out), SCHEMA)  # no --resume: start over
+    w = open_output(str(out), SCHEMA, FP)  # no --resume: start over
     assert not out.exists()
     w.close()
     assert pq.read_table(out).num_rows == 0
+
+
+def test_parquet_write_failure_stops_once_and_keeps_committed_parts(tmp_path, monkeypatch):
+    import errno
+
+    from kvx.errors import OutputError
+    from kvx.io import parquet_writer
+
+    out = tmp_path / "o.parquet"
+    w = open_output(str(out), SCHEMA, FP)
+    for r in rows(["a", "b"]):
+        w.add(r)
+    w.commit()
+
+    def disk_full(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(parquet_writer, "_write_atomically", disk_full)
+    w.add(rows(["c"])[0])
+    with pytest.raises(OutputError, match="No space left on device.*the 2 rows committed before stay"):
+        w.commit()
+    assert w.close() == 0  # nothing more is written, and no merge is tried
+    assert not out.exists() and len(list(parts_dir(out).glob("part-*.parquet"))) == 1
+    monkeypatch.undo()
+    assert done_ids(out) == {"a", "b"}  # --resume picks up from the committed part

@@ -1,0 +1,63 @@
+"""Checks on parsed JSON input that Python's json module lets through but later steps cannot take.
+
+A JSON text may spell a lone UTF-16 surrogate (`"\\ud800"`): json.loads accepts it, but no tokenizer
+can encode it and no UTF-8 writer can store it. Deep nesting passes json.loads below the recursion
+limit and then breaks whatever recurses next. Both are found here, iteratively, so the record
+becomes an error row instead of a crash later on.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+MAX_DEPTH = 200  # nesting levels of objects/arrays kvx accepts in an input record
+SHOWN_POINTER = 60  # characters of a JSON pointer a message shows
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def surrogate_at(text: str) -> int:
+    """Index of the first lone surrogate in `text`, or -1."""
+    m = _SURROGATE.search(text)
+    return -1 if m is None else m.start()
+
+
+def escape_surrogates(text: str) -> str:
+    """Lone surrogates spelled as the JSON escape they came from (`\\ud800`), so the text can be stored."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why a parsed JSON value cannot be used (one line), or None. Walks without recursion."""
+    stack: list[tuple[Any, str, int]] = [(value, "", 0)]
+    while stack:
+        node, pointer, depth = stack.pop()
+        if isinstance(node, str):
+            at = surrogate_at(node)
+            if at >= 0:
+                return (f"lone surrogate \\u{ord(node[at]):04x} at character {at + 1} of {_short(pointer)} "
+                        f"(not valid Unicode; the text was probably cut inside an emoji)")
+            continue
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth >= max_depth:
+            return f"nested more than {max_depth} levels deep at {_short(pointer)}"
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, child in items:
+            name = escape_surrogates(str(key)).replace("~", "~0").replace("/", "~1")
+            if isinstance(key, str) and surrogate_at(key) >= 0:
+                return f"lone surrogate in the key {_short(pointer + '/' + name)} (not valid Unicode)"
+            stack.append((child, f"{pointer}/{name}", depth + 1))
+    return None
+
+
+def _short(pointer: str) -> str:
+    if not pointer:
+        return "/"
+    return pointer if len(pointer) <= SHOWN_POINTER else pointer[:SHOWN_POINTER] + "..."
+
+
+def decode_problem(error: json.JSONDecodeError) -> str:
+    """`not valid JSON (Expecting ',' delimiter at column 12)`; json's own messages end in 'at' for some."""
+    msg = error.msg.removesuffix(" at")
+    return f"not valid JSON ({msg} at column {error.colno})"
