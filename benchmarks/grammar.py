@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "tests" / "grammar"))
 from grammar_fixtures import smol_tokenizer  # noqa: E402
 
 from kvx.grammar import compile_schema  # noqa: E402
-from kvx.grammar.vocab import vocab_for  # noqa: E402
+from kvx.grammar.tokens.vocab import vocab_for  # noqa: E402
 
 def _pct(xs, q):
     return float(np.percentile(np.array(xs) * 1e6, q)) if xs else float("nan")

@@ -1,7 +1,12 @@
-"""`kvx schema check SCHEMA`: can the grammar enforce this schema, and how big is it?"""
+"""`kvx schema check SCHEMA [--model M] [--json]`: can the grammar enforce this schema, and how fast."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from kvx.errors import KvxError
 
 schema_app = typer.Typer(help="Work with JSON Schemas.", no_args_is_help=True, add_completion=False)
 
@@ -14,7 +19,49 @@ def check(
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
     from kvx.cli.validation import load_schema
-    from kvx.grammar.check import run_schema_check
 
     load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json))
+
+
+def _load_tokenizer(model_spec: str | None):
+    from kvx.models import load_tokenizer
+
+    return load_tokenizer(model_spec)
+
+
+def _read_schema(schema_path: str) -> dict:
+    path = Path(schema_path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise KvxError(f"{schema_path}: cannot read schema ({err.strerror})") from None
+    except json.JSONDecodeError as err:
+        raise KvxError(f"{schema_path}:{err.lineno}: invalid JSON ({err.msg})") from None
+
+
+def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None) -> int:
+    """Print the report (or the one-line reason) and return the exit code: 0 supported, 2 not."""
+    from kvx.grammar.check import schema_report
+
+    try:
+        schema = _read_schema(schema_path)
+        report = {"schema": schema_path, **schema_report(schema, tokenizer or _load_tokenizer(model_spec))}
+    except KvxError as err:
+        if as_json:
+            print(json.dumps({"schema": schema_path, "supported": False, "error": str(err)}))
+        else:
+            print(f"unsupported: {err}")
+        return 2
+    if as_json:
+        print(json.dumps(report))
+        return 0
+    print(f"supported: yes ({schema_path})")
+    print(f"DFA states: {report['dfa_states']}")
+    print(f"compile time: {report['compile_ms']:.1f} ms (+ {report['tokenizer_prep_ms']:.0f} ms one-time tokenizer tables)")
+    print(f"first mask: {report['first_mask_ms']:.2f} ms")
+    for w in report["warnings"]:
+        print(f"warning: {w}")
+    if report["post_checks"]:
+        print("checked after generation: " + ", ".join(report["post_checks"]))
+    return 0

@@ -3,7 +3,7 @@ import json
 
 from grammar_fixtures import REPO, smol_tokenizer
 
-from kvx.grammar.check import run_schema_check
+from kvx.cli.schema import run_schema_check
 
 
 def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):

@@ -11,13 +11,13 @@ import jsonschema
 import numpy as np
 import pytest
 
-from kvx.grammar import numbers, strings
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.compile import compile_dfa
-from kvx.grammar.determinize import compile_node, minimise, subset_construction, trim
+from kvx.grammar.schema import numbers, strings
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.schema.compiler import compile_dfa
+from kvx.grammar.automata.determinize import compile_node, minimise, subset_construction, trim
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.nfa import build_nfa
-from kvx.grammar.regex_parse import pattern_ast
+from kvx.grammar.automata.nfa import build_nfa
+from kvx.grammar.schema.regex_parse import pattern_ast
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -237,7 +237,7 @@ def test_date_year_range_matches_python():
 
 def test_fast_compile_matches_nfa_route():
     """network.fast_compile (composed DFAs) accepts exactly what the NFA route accepts, trimmed."""
-    from kvx.grammar.network import fast_compile
+    from kvx.grammar.automata.compose import fast_compile
 
     rng = random.Random(23)
     for _ in range(150):

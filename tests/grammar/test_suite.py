@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kvx.grammar.compile import compile_dfa
+from kvx.grammar.schema.compiler import compile_dfa
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.schema_to_regex import integral_ints
-from kvx.grammar.serialize import canonical_json
+from kvx.grammar.schema.rules import integral_ints
+from kvx.grammar.schema.serialize import canonical_json
 
 SUITE = Path(__file__).resolve().parents[2].parent / "shared" / "json-schema-test-suite" / "tests" / "draft2020-12"
 MAX_DEPTH = 4

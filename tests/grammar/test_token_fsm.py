@@ -6,7 +6,7 @@ import numpy as np
 from grammar_fixtures import REPO, smol_tokenizer, tiny_sentencepiece
 
 from kvx.grammar import compile_schema
-from kvx.grammar.vocab import vocab_for
+from kvx.grammar.tokens.vocab import vocab_for
 
 TICKET = json.loads((REPO / "schemas" / "ticket.json").read_text())
 
@@ -59,8 +59,8 @@ def test_sentencepiece_grammar_walk_and_eos(tmp_path, monkeypatch):
 def test_numba_and_lockstep_walks_agree(tmp_path, monkeypatch):
     """The per-token numba walk (states most tokens enter) and the numpy lockstep walk give the same
     allowed ids and next states, on every 9th state of the three shipped schemas."""
-    from kvx.grammar import token_walk
-    from kvx.grammar.token_fsm import walk_lockstep
+    from kvx.grammar.tokens import token_walk
+    from kvx.grammar.tokens.token_fsm import walk_lockstep
 
     monkeypatch.setenv("KVX_CACHE", str(tmp_path))
     numba_states = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Callable, Optional
 
-from kvx.grammar import regex_ast as ra
+from kvx.grammar.automata import regex_ast as ra
 
 DIGIT = ra.byte_range(0x30, 0x39)
 NONZERO = ra.byte_range(0x31, 0x39)
@@ -136,8 +136,8 @@ def _frac_le(fd: str, strict: bool) -> ra.Node:
 
 def _intersect_nonempty(node: ra.Node) -> ra.Node:
     """Restrict '.'-suffixes to ones with at least one digit."""
-    from kvx.grammar.determinize import compile_node
-    from kvx.grammar.dfa_ops import product
+    from kvx.grammar.automata.determinize import compile_node
+    from kvx.grammar.automata.dfa_ops import product
 
     a = compile_node(node)
     b = compile_node(ra.seq(ra.lit("."), ra.plus(DIGIT)))
@@ -182,8 +182,8 @@ def decimal_le(m: Decimal, strict: bool) -> ra.Node:
 
 
 def _magnitude_nonzero(node: ra.Node) -> ra.Node:
-    from kvx.grammar.determinize import compile_node
-    from kvx.grammar.dfa_ops import product
+    from kvx.grammar.automata.determinize import compile_node
+    from kvx.grammar.automata.dfa_ops import product
 
     a, b = compile_node(node), compile_node(NONZERO_UNSIGNED)
     if a is None or b is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from kvx.grammar.refs import Document
+from kvx.grammar.schema.refs import Document
 
 
 def _applicable(doc: Document, node, pointer: str, seen: set):
@@ -44,7 +44,7 @@ def _children(doc, nodes, key=None, index=None):
 
 
 def _reorder(doc, value, nodes):
-    from kvx.grammar.schema_to_regex import integral_ints, json_equal
+    from kvx.grammar.schema.rules import integral_ints, json_equal
 
     for _, node in nodes:  # an enum/const member is written as the schema spells it
         for member in ([node["const"]] if "const" in node else []) + list(node.get("enum", []) or []):

@@ -5,11 +5,8 @@ edges leaving src, entering dst, or between fresh states it created itself.
 """
 from __future__ import annotations
 
-from kvx.grammar import regex_ast as ra
-
-
-class TooLarge(Exception):
-    """The automaton grew past its state cap; the compiler turns it into UnsupportedSchema."""
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.errors import TooLarge
 
 
 class NFA:

@@ -53,7 +53,7 @@ FORMATS = {
 @lru_cache(maxsize=None)
 def format_dfa(name: str):
     """DFA of JSON string bodies in format `name`; False for a format we do not know."""
-    from kvx.grammar.regex_parse import pattern_dfa
+    from kvx.grammar.schema.regex_parse import pattern_dfa
 
     if name not in FORMATS:
         return False

@@ -5,9 +5,9 @@ from typing import Optional
 
 import numpy as np
 
-from kvx.grammar.determinize import DEFAULT_MAX_STATES, intern, minimise, to_dfa, trim
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import TooLarge
+from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, intern, minimise, to_dfa, trim
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
 
 
 def class_view(*dfas: DFA):
@@ -62,7 +62,7 @@ def is_prefix_code(d: DFA) -> bool:
 def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> DFA:
     """x{lo,hi} for a prefix-code DFA x with one accepting state and no empty word, built
     directly as counter copies (the NFA route is quadratic in the count for such bounds)."""
-    from kvx.grammar.cdfa import compact, repeat_char
+    from kvx.grammar.automata.cdfa import compact, repeat_char
 
     c = repeat_char(compact(x), lo, hi, max_states)
     return None if c is None else c.expand()

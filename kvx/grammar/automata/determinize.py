@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import NFA, TooLarge, build_nfa
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.nfa import NFA, build_nfa
+from kvx.grammar.errors import TooLarge
 
 DEFAULT_MAX_STATES = 50_000
 

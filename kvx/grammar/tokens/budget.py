@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.dfa import DFA
-from kvx.grammar.cdfa import neighbours
-from kvx.grammar.vocab import TokenVocab
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.cdfa import neighbours
+from kvx.grammar.tokens.vocab import TokenVocab
 
 INF = np.int32(1 << 30)
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.cdfa import (CDFA, any_char, compact, empty_word, is_prefix_char, repeat_char, row_groups,
-                              single_class, trim)
-from kvx.grammar.determinize import DEFAULT_MAX_STATES, minimise
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import TooLarge
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import (CDFA, compact, empty_word, is_prefix_char, repeat_char, row_groups,
+                                       single_class, trim)
+from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
 
 MINIMISE_UP_TO = 512  # states; Moore rounds on bigger results would cost more than they save
 
@@ -43,14 +43,10 @@ class Composer:
         return dfa
 
     def _build(self, node: ra.Node) -> CDFA | None:
-        from kvx.grammar import strings
-
         if isinstance(node, ra.Bytes):
             return single_class(node.mask)
         if isinstance(node, ra.Embed):
             return compact(node.dfa)
-        if node is strings.ANY_CHAR:
-            return any_char()
         if isinstance(node, ra.Seq):
             if not node.items:
                 return empty_word()
@@ -95,9 +91,7 @@ class Composer:
         return hit
 
     def _is_leaf(self, node) -> bool:
-        from kvx.grammar import strings
-
-        if isinstance(node, (ra.Bytes, ra.Embed)) or node is strings.ANY_CHAR or id(node) in self.memo:
+        if isinstance(node, (ra.Bytes, ra.Embed)) or id(node) in self.memo:
             return True
         if isinstance(node, ra.Repeat):
             item = self.build(node.item)

@@ -37,7 +37,7 @@ class Repeat:
 
 @dataclass(frozen=True, eq=False)
 class Embed:
-    dfa: object  # kvx.grammar.dfa.DFA, trimmed
+    dfa: object  # kvx.grammar.automata.dfa.DFA, trimmed
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,7 +11,7 @@ import copy
 
 import torch
 
-from kvx.grammar.token_fsm import TokenFSM
+from kvx.grammar.tokens.token_fsm import TokenFSM
 
 
 class DisallowedToken(ValueError):

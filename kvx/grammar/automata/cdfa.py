@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import TooLarge
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
 
 
 def neighbours(frontier: np.ndarray, starts: np.ndarray, counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -51,10 +51,8 @@ class CDFA:
         return int(self.trans.shape[0])
 
     def expand(self) -> DFA:
-        dfa = DFA(trans=np.ascontiguousarray(self.trans[:, self.cob]).astype(np.int32, copy=False),
-                  accepting=self.accepting.astype(bool), start=int(self.start))
-        dfa.__dict__["_compact"] = self  # so compact(dfa) and byte_distances need not rehash columns
-        return dfa
+        return DFA(trans=np.ascontiguousarray(self.trans[:, self.cob]).astype(np.int32, copy=False),
+                   accepting=self.accepting.astype(bool), start=int(self.start), classes=self.cob)
 
 
 def row_groups(mat: np.ndarray):
@@ -76,14 +74,12 @@ def column_classes(trans: np.ndarray):
 
 
 def compact(dfa: DFA) -> CDFA:
-    """The byte-class form of a 256-column DFA (cached on the DFA object)."""
-    hit = dfa.__dict__.get("_compact")
-    if hit is None:
-        reps, cob = column_classes(dfa.trans)
-        hit = CDFA(np.ascontiguousarray(dfa.trans[:, reps]).astype(np.int32), dfa.accepting.astype(bool),
-                   int(dfa.start), cob)
-        dfa.__dict__["_compact"] = hit
-    return hit
+    """The byte-class form of a 256-column DFA (its classes are found once and kept in dfa.classes)."""
+    if dfa.classes is None:
+        dfa.classes = column_classes(dfa.trans)[1]
+    _, reps = np.unique(dfa.classes, return_index=True)
+    return CDFA(np.ascontiguousarray(dfa.trans[:, reps]).astype(np.int32), dfa.accepting.astype(bool),
+                int(dfa.start), dfa.classes)
 
 
 def trim(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray,
@@ -173,13 +169,3 @@ def repeat_char(x: CDFA, lo: int, hi: int | None, max_states: int) -> CDFA | Non
     # every state is reachable (x is trimmed) and can finish: no trim needed
     return CDFA(trans, accepting, s0, x.cob)
 
-
-_ANY_CHAR: list = []
-
-
-def any_char() -> CDFA:
-    if not _ANY_CHAR:
-        from kvx.grammar.schema_to_regex import any_char_dfa
-
-        _ANY_CHAR.append(compact(any_char_dfa()))
-    return _ANY_CHAR[0]

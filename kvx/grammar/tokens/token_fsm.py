@@ -4,7 +4,7 @@ On the first visit of a state all tokens are walked through the DFA in lockstep,
 time, over a token-byte matrix sorted by length (tokens that died or ended drop out, so the work
 shrinks fast). The result is cached per state, so a revisit is a dict lookup.
 
-Length budget: `dist[s]` (kvx.grammar.budget) is a realisable bound on the fewest non-EOS tokens that
+Length budget: `dist[s]` (kvx.grammar.tokens.budget) is a realisable bound on the fewest non-EOS tokens that
 take state s to an accepting state.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kvx.grammar import token_walk
-from kvx.grammar.budget import INF, TokenDistances, byte_distances
-from kvx.grammar.dfa import DFA
-from kvx.grammar.vocab import TokenVocab
+from kvx.grammar.tokens import token_walk
+from kvx.grammar.tokens.budget import INF, TokenDistances, byte_distances
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.tokens.vocab import TokenVocab
 
 @dataclass
 class TokenMatrix:
@@ -119,9 +119,7 @@ class TokenFSM:
         self._forced: dict[int, list[int]] = {}
         self.first_visit_s: list[float] = []  # seconds per first visit, for reports
         if byte_dist is None:
-            known = dfa.__dict__.get("_compact")  # set by the composer: its byte classes
-            byte_dist = byte_distances(dfa.trans, dfa.accepting, vocab.single_byte_tokens(),
-                                       None if known is None else known.cob)
+            byte_dist = byte_distances(dfa.trans, dfa.accepting, vocab.single_byte_tokens(), dfa.classes)
         self.byte_dist = byte_dist
         self.dist = TokenDistances(dfa, vocab, byte_dist)
         if (byte_dist >= INF).any():  # some state cannot finish with one-byte tokens

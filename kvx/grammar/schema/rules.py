@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Optional
 
-from kvx.grammar import charset as cs
-from kvx.grammar import numbers, strings
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.determinize import compile_node
-from kvx.grammar.network import fast_compile
-from kvx.grammar.dfa_ops import product, repeat
+from kvx.grammar.schema import charset as cs
+from kvx.grammar.schema import numbers, strings
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.determinize import compile_node
+from kvx.grammar.automata.compose import fast_compile
+from kvx.grammar.automata.dfa_ops import product, repeat
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.nfa import TooLarge
-from kvx.grammar.refs import Document, escape
+from kvx.grammar.errors import TooLarge
+from kvx.grammar.schema.refs import Document, escape
 
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 META = {"$schema", "$id", "$anchor", "$defs", "definitions", "$comment", "title", "description",
@@ -335,14 +335,14 @@ class SchemaToRegex:
         return strings.quoted(self._intersect(dfas))
 
     def _pattern(self, pattern, ptr: str):
-        from kvx.grammar.regex_parse import pattern_dfa
+        from kvx.grammar.schema.regex_parse import pattern_dfa
 
         if not isinstance(pattern, str):
             raise UnsupportedSchema(f"invalid schema: 'pattern' must be a string at {show(ptr)}", "pattern", ptr)
         return pattern_dfa(pattern, f"{ptr}/pattern", self.opt.max_states)
 
     def _format(self, fmt, ptr: str):
-        from kvx.grammar.formats import format_dfa
+        from kvx.grammar.schema.formats import format_dfa
 
         d = format_dfa(fmt) if isinstance(fmt, str) else False
         if d is False:
@@ -463,15 +463,11 @@ class SchemaToRegex:
         return ra.Graph(3 * n + 3, tuple(edges), (a(n), b(n)))
 
 
-_ANY_CHAR_DFA = None
 _EXTRA_KEYS: dict = {}
 
 
 def any_char_dfa():
-    global _ANY_CHAR_DFA
-    if _ANY_CHAR_DFA is None:
-        _ANY_CHAR_DFA = compile_node(strings.ANY_CHAR)
-    return _ANY_CHAR_DFA
+    return strings.ANY_CHAR.dfa
 
 
 def extra_key(declared: tuple) -> ra.Node:
