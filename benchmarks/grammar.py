@@ -82,7 +82,7 @@ def compile_kvx(schema, tok):
     t = time.perf_counter()
     grammar = compile_schema(schema, tok)
     cached = time.perf_counter() - t
-    return grammar, {"compile_ms": cold * 1e3, "cached_compile_ms": cached * 1e3, "states": grammar.dfa.num_states}
+    return grammar, {"compile_ms": cold * 1e3, "cached_compile_ms": cached * 1e3, "states": grammar.program.num_states}
 
 
 def run_kvx(grammar, ids):

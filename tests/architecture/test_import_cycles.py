@@ -16,6 +16,7 @@ GRAMMAR_LAYERS = {  # a layer may import only from layers of lower rank
     "kvx.grammar.schema": 2,
     "kvx.grammar.tokens": 2,
     "kvx.grammar.compile": 3,
+    "kvx.grammar.cache": 3,
     "kvx.grammar.check": 4,
     "kvx.grammar": 5,  # the package face
 }

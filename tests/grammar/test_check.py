@@ -16,7 +16,7 @@ def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
 
 def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
     cases = {
-        "unique.json": {"type": "array", "uniqueItems": True},
+        "unique.json": {"type": "array", "items": {"not": {"uniqueItems": True}}},
         "invalid.json": {"type": "objekt"},
     }
     for name, schema in cases.items():
@@ -25,7 +25,7 @@ def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
         assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer()) == 2
         out = capsys.readouterr().out.strip()
         assert out.startswith("unsupported:") and "\n" not in out
-    assert "uniqueItems" in run_and_capture(capsys, tmp_path / "unique.json")
+    assert "'not'" in run_and_capture(capsys, tmp_path / "unique.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"type":\n "object",,}')
     assert run_schema_check(str(bad), None, False, tokenizer=smol_tokenizer()) == 2

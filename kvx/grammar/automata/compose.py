@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import (CDFA, compact, empty_word, is_prefix_char, repeat_char, row_groups,
                                        single_class, trim)
@@ -108,6 +109,8 @@ class Composer:
         def new() -> int:
             nonlocal count
             count += 1
+            if count % 1024 == 0:
+                deadline.check()
             if count > 8 * self.max_states:
                 raise TooLarge(f"more than {self.max_states} DFA states")
             return count - 1
@@ -170,6 +173,7 @@ class Composer:
 
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
+        deadline.check()
         num_nodes, edges = self._expand(num_nodes, edges)
         eps = [[] for _ in range(num_nodes)]
         copies = []  # (src node, dst node, dfa)
@@ -292,6 +296,8 @@ class Composer:
         start = id_of(entry0, final0 or bool(fin[list(entry0)].any()))
         rows_for: dict[int, np.ndarray] = {}
         while todo:
+            if len(todo) % 64 == 0:
+                deadline.check()
             j, members = todo.pop()
             sub = trans[sorted(members)]
             if sub.shape[0] == 1:

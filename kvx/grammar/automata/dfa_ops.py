@@ -5,6 +5,7 @@ from typing import Optional
 
 import numpy as np
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, intern, minimise, to_dfa, trim
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.errors import TooLarge
@@ -28,6 +29,8 @@ def product(a: DFA, b: DFA, mode: str = "and", max_states: int = DEFAULT_MAX_STA
     rows = []
     i = 0
     while i < len(order):
+        if i % 256 == 0:
+            deadline.check()
         sa, sb = order[i]
         ra_, rb_ = ta[sa], tb[sb] if sb >= 0 else None
         row = [-1] * k

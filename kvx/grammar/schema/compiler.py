@@ -1,4 +1,5 @@
-"""Public entry of the schema compiler: JSON Schema -> trimmed, minimised byte-level DFA."""
+"""Entry of the schema compiler: JSON Schema -> pushdown automaton (rules of byte DFAs), or a
+one-line UnsupportedSchema naming the keyword and JSON pointer, within the compile deadline."""
 from __future__ import annotations
 
 import gc
@@ -6,65 +7,79 @@ import time
 from dataclasses import dataclass, field
 
 import jsonschema
+from jsonschema.validators import validator_for
 
-from kvx.grammar.automata.compose import fast_compile
-from kvx.grammar.automata.dfa import DFA
-from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.errors import TooLarge
-from kvx.grammar.schema.rules import Options, SchemaToRegex
+from kvx.grammar.automata import deadline as deadlines
+from kvx.grammar.automata.pda import Program
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.schema.refs import DIALECTS
+from kvx.grammar.schema.rules import Options, RuleBuilder
 
 WHITESPACE_MODES = ("compact", "flexible")
+DEADLINE_S = 1.0
 
 
 @dataclass
 class CompiledSchema:
-    dfa: DFA
+    program: Program
     warnings: list[str] = field(default_factory=list)  # lenient-mode and ignored-keyword notes
     post_checks: list[str] = field(default_factory=list)  # JSON pointers left to jsonschema after generation
     states: int = 0
     build_seconds: float = 0.0
 
 
+def validator_class(schema):
+    """The jsonschema validator of the schema's dialect ($schema), 2020-12 when it names none."""
+    return validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+        else jsonschema.Draft202012Validator
+
+
 def _check_valid(schema) -> None:
     if not isinstance(schema, (dict, bool)):
         raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(dialect, str) and not any(
+            dialect.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(p)
+            for p in DIALECTS):
+        raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {dialect!r})", "$schema", "")
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
+        validator_class(schema).check_schema(schema)
     except jsonschema.exceptions.SchemaError as err:
         ptr = "".join(f"/{p}" for p in err.absolute_path)
         first = str(err.message).splitlines()[0][:200]
         raise UnsupportedSchema(f"invalid schema: {first} at {ptr or '/'}", None, ptr) from None
 
 
-def compile_dfa(schema: dict, *, whitespace: str = "compact", max_ws: int = 2, max_depth: int = 4,
-                lenient: bool = False, max_states: int = 50_000) -> CompiledSchema:
-    """Compile `schema` to a DFA over the UTF-8 bytes of the JSON text the grammar allows.
+def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, lenient: bool = False,
+                    max_states: int = 50_000, deadline: deadlines.Deadline | None = None) -> CompiledSchema:
+    """Compile `schema` to rules over the UTF-8 bytes of the JSON text the grammar allows.
 
     Raises UnsupportedSchema (one line, naming keyword and JSON pointer) for invalid schemas,
-    keywords the automaton cannot enforce (unless `lenient`) and automata over `max_states`."""
+    keywords the automaton cannot enforce (unless `lenient`), automata over `max_states` states per
+    rule, and compiles that run past `deadline` (default: DEADLINE_S seconds from now)."""
     if whitespace not in WHITESPACE_MODES:
         raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {whitespace!r}")
-    if max_depth < 1 or max_ws < 0:
-        raise UnsupportedSchema("max_depth must be >= 1 and max_ws >= 0")
+    if max_ws < 0:
+        raise UnsupportedSchema("max_ws must be >= 0")
     t0 = time.perf_counter()
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the build allocates many short-lived containers: collections would rescan them all
     try:
-        return _compile(schema, whitespace, max_ws, max_depth, lenient, max_states, t0)
+        with deadlines.within(deadline or deadlines.Deadline(DEADLINE_S)):
+            return _compile(schema, Options(whitespace, max_ws, lenient, max_states), t0)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _compile(schema, whitespace, max_ws, max_depth, lenient, max_states, t0) -> CompiledSchema:
+def _compile(schema, options: Options, t0: float) -> CompiledSchema:
     _check_valid(schema)
-    builder = SchemaToRegex(schema, Options(whitespace, max_ws, max_depth, lenient, max_states))
-    node = builder.document()
+    builder = RuleBuilder(schema, options, validator_class(schema))
     try:
-        dfa = fast_compile(node, max_states)
-    except TooLarge:
-        raise UnsupportedSchema("schema too large for the automaton at /", None, "") from None
-    if dfa is None:
-        raise UnsupportedSchema(f"schema admits no JSON value (within max_depth={max_depth}) at /", None, "")
-    return CompiledSchema(dfa=dfa, warnings=builder.warnings, post_checks=builder.post_checks,
-                          states=dfa.num_states, build_seconds=time.perf_counter() - t0)
+        program = builder.program()
+    except TooLarge as err:
+        raise UnsupportedSchema(f"schema too large for the automaton at / ({err})", None, "") from None
+    if program is None:
+        raise UnsupportedSchema("schema admits no JSON value at /", None, "")
+    return CompiledSchema(program=program, warnings=builder.notes.warnings, post_checks=builder.notes.post_checks,
+                          states=program.num_states, build_seconds=time.perf_counter() - t0)

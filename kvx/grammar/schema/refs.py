@@ -1,4 +1,9 @@
-"""Local $ref resolution: JSON pointers, $anchor and embedded $id resources of one document."""
+"""One schema document: subschemas by JSON pointer, local $ref resolution ($id resources, $anchor),
+the dialect the document is written in, and schemas the compiler synthesises (negations).
+
+A synthesised schema lives under its own pointer "!n" (n = its index); messages name the place of
+the schema it was made from (`display`).
+"""
 from __future__ import annotations
 
 from urllib.parse import unquote, urldefrag, urljoin
@@ -8,12 +13,31 @@ from kvx.grammar.errors import UnsupportedSchema
 # keywords whose value is a schema, a list of schemas, or a name -> schema map
 SCHEMA_VALUED = {"items", "additionalProperties", "not", "if", "then", "else", "contains",
                  "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems"}
-SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems"}
-SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
+SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+DIALECTS = {  # $schema prefix -> dialect
+    "https://json-schema.org/draft/2020-12/": "2020-12",
+    "https://json-schema.org/draft/2019-09/": "2019-09",
+    "http://json-schema.org/draft-07/": "draft7",
+    "http://json-schema.org/draft-06/": "draft6",
+    "http://json-schema.org/draft-04/": "draft4",
+    "http://json-schema.org/schema": "2020-12",
+}
+LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
 
 
 def escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
+
+
+def dialect_of(root) -> str:
+    """The dialect named by the root's $schema (2020-12 when absent or unknown)."""
+    uri = root.get("$schema") if isinstance(root, dict) else None
+    if isinstance(uri, str):
+        for prefix, name in DIALECTS.items():
+            if uri.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(prefix):
+                return name
+    return "2020-12"
 
 
 def child_pointers(node: dict, pointer: str):
@@ -26,26 +50,33 @@ def child_pointers(node: dict, pointer: str):
                 yield f"{pointer}/{key}/{i}", sub
         elif key in SCHEMA_MAPS and isinstance(value, dict):
             for name, sub in value.items():
-                yield f"{pointer}/{escape(key)}/{escape(name)}", sub
+                if isinstance(sub, (dict, bool)):
+                    yield f"{pointer}/{escape(key)}/{escape(name)}", sub
 
 
 class Document:
-    """One schema document: finds subschemas by pointer and resolves local references."""
+    """Finds subschemas by pointer and resolves local references."""
 
     def __init__(self, root):
         self.root = root
+        self.dialect = dialect_of(root)
+        self.id_keyword = "id" if self.dialect == "draft4" else "$id"
         self.base_of: dict[str, str] = {}  # pointer -> base URI in effect there
         self.resources: dict[str, str] = {}  # absolute URI (no fragment) -> pointer
         self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
+        self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
         self._index(root, "", "")
 
     def _index(self, node, pointer: str, base: str) -> None:
         if not isinstance(node, dict):
             self.base_of[pointer] = base
             return
-        if isinstance(node.get("$id"), str):
-            base = urldefrag(urljoin(base, node["$id"]))[0]
+        ident = node.get(self.id_keyword)
+        if isinstance(ident, str) and not ident.startswith("#"):
+            base = urldefrag(urljoin(base, ident))[0]
             self.resources.setdefault(base, pointer)
+        elif isinstance(ident, str) and len(ident) > 1:  # draft <= 7: "#name" is a location name
+            self.anchors.setdefault(f"{base}{ident}", pointer)
         if pointer == "":
             self.resources.setdefault(base, "")
         if isinstance(node.get("$anchor"), str):
@@ -54,9 +85,23 @@ class Document:
         for ptr, sub in child_pointers(node, pointer):
             self._index(sub, ptr, base)
 
+    def synthesise(self, schema, made_from: str) -> str:
+        """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
+        self.synthesised.append((schema, self.display(made_from)))
+        return f"!{len(self.synthesised) - 1}"
+
+    def display(self, pointer: str) -> str:
+        """The document pointer a message should name for `pointer`."""
+        if pointer.startswith("!"):
+            return self.synthesised[int(pointer[1:].split("/", 1)[0])][1]
+        return pointer
+
     def at(self, pointer: str):
         node = self.root
-        for raw in pointer.split("/")[1:]:
+        tokens = pointer.split("/")
+        if pointer.startswith("!"):
+            node = self.synthesised[int(tokens[0][1:])][0]
+        for raw in tokens[1:]:
             token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, list) and token.isdigit() and int(token) < len(node):
                 node = node[int(token)]
@@ -68,6 +113,7 @@ class Document:
 
     def resolve(self, ref: str, pointer: str) -> str:
         """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
+        pointer = self.display(pointer)
         where = f"{pointer}/$ref"
         target = urljoin(self.base_of.get(pointer, ""), ref)
         uri, fragment = urldefrag(target)

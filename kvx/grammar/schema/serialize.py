@@ -44,7 +44,7 @@ def _children(doc, nodes, key=None, index=None):
 
 
 def _reorder(doc, value, nodes):
-    from kvx.grammar.schema.rules import integral_ints, json_equal
+    from kvx.grammar.schema.values import integral_ints, json_equal
 
     for _, node in nodes:  # an enum/const member is written as the schema spells it
         for member in ([node["const"]] if "const" in node else []) + list(node.get("enum", []) or []):

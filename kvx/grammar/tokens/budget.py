@@ -1,62 +1,79 @@
-"""Fewest tokens from a DFA state to acceptance: the length budget's bound.
+"""Fewest tokens from a state to the end of its rule: the length budget's bound, frame by frame.
 
-The bound must be *realisable* (some allowed token always keeps it), so a matcher that masks every
-token whose next state needs more tokens than are left can never paint itself into a corner.
-1. `byte_dist`: the shortest byte path using only bytes that are one-byte tokens (all bytes JSON
-   emits raw are, in byte-level BPE). One BFS per schema, vectorised.
-2. `TokenDistances`: tightens it lazily, per state: along a canonical shortest byte path, any token
-   spelling a prefix of that path is a real step, so dist(s) = 1 + min dist(state after the token)
-   (a small DP along the path, longest match found with a prefix table of the vocabulary).
-Vocabularies where some state cannot finish with one-byte tokens get exact token-level distances.
+The bound of a stack is the sum over its frames: the top state's distance plus each return
+state's. It must be *realisable* (some allowed token always lowers it by one), so a matcher that
+masks every token whose next stack needs more tokens than are left can never paint itself into a
+corner. Per state:
+1. `byte_distances`: the fewest bytes to complete the rule, using only bytes that are one-byte
+   tokens (all bytes JSON emits raw are, in byte-level BPE), a call costing its callee's own
+   distance. One pass over all rules together (Dijkstra by levels), vectorised.
+2. `TokenDistances` tightens it lazily: along a canonical shortest path (bytes, then a call, ...),
+   any token spelling a piece of the byte run before the next call is a real step, so
+   dist(s) = 1 + min dist(state after the token); at a call, dist = dist(callee's start) + dist(return).
+Vocabularies where some state cannot finish with one-byte tokens get exact token-level distances
+(frames.py: Bellman-Ford over every state's token table).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.cdfa import neighbours
+from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.vocab import TokenVocab
 
 INF = np.int32(1 << 30)
 
 
-def byte_class_reps(trans: np.ndarray, usable: np.ndarray) -> np.ndarray:
-    """One representative byte per group of usable bytes with identical DFA columns."""
-    weights = np.random.default_rng(0).random(trans.shape[0]) + 0.5
-    col_hash = weights @ trans.astype(np.float64)  # [256]; equal columns give equal sums (BLAS)
-    col_hash = np.where(usable, col_hash, -np.inf)
-    _, first = np.unique(col_hash, return_index=True)
+def _class_reps(program: Program, usable: np.ndarray) -> np.ndarray:
+    """One usable byte per byte class of the program (all bytes of a class have one column)."""
+    classes = program.classes
+    if classes is None:
+        from kvx.grammar.automata.cdfa import column_classes
+
+        classes = program.classes = column_classes(program.trans)[1]
+    cls = np.where(usable, classes, -1)
+    _, first = np.unique(cls, return_index=True)
     return np.array([b for b in first if usable[b]], dtype=np.int64)
 
 
-def byte_distances(trans: np.ndarray, accepting: np.ndarray, usable: np.ndarray,
-                   class_of_byte: np.ndarray | None = None) -> np.ndarray:
-    """Fewest bytes (each from `usable`) from every state to an accepting one; INF if none.
-    `class_of_byte`: a known partition of the bytes into identical columns (saves hashing them)."""
-    num = trans.shape[0]
-    if class_of_byte is None:
-        reps = byte_class_reps(trans, usable)
-    else:
-        cls = np.where(usable, class_of_byte, -1)
-        _, first = np.unique(cls, return_index=True)
-        reps = np.array([b for b in first if usable[b]], dtype=np.int64)
-    dst = trans[:, reps].ravel()
-    src = np.repeat(np.arange(num, dtype=np.int32), len(reps))
+def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
+    """Fewest bytes (each from `usable`) from every state to the end of its rule; INF if none."""
+    n = program.num_states
+    reps = _class_reps(program, usable)
+    dst = program.trans[:, reps].ravel()
+    src = np.repeat(np.arange(n, dtype=np.int64), len(reps))
     live = dst >= 0
-    dst, src = dst[live], src[live]
+    dst, src = dst[live].astype(np.int64), src[live]
     preds = src[np.argsort(dst, kind="stable")]
-    counts = np.bincount(dst, minlength=num)
+    counts = np.bincount(dst, minlength=n)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    dist = np.full(num, INF, dtype=np.int32)
-    frontier = np.flatnonzero(accepting)
-    dist[frontier] = 0
-    level = 0
-    while len(frontier):
-        cand = neighbours(frontier, starts, counts, preds)
-        cand = np.unique(cand[dist[cand] == INF])
-        level += 1
-        dist[cand] = level
-        frontier = cand
+    call_src = np.repeat(np.arange(n, dtype=np.int64), np.diff(program.call_ptr))
+    call_start = program.rule_start[program.call_rule].astype(np.int64)
+    call_ret = program.call_ret.astype(np.int64)
+    dist = np.full(n, INF, dtype=np.int32)
+    pending: dict[int, list] = {0: [np.flatnonzero(program.final)]}
+    while pending:
+        level = min(pending)
+        frontier = np.unique(np.concatenate(pending.pop(level)))
+        frontier = frontier[dist[frontier] == INF]
+        while len(frontier):  # calls whose return state is final add states at this very level
+            dist[frontier] = level
+            here = np.zeros(n, dtype=bool)
+            here[frontier] = True
+            cand = neighbours(frontier, starts, counts, preds)
+            cand = cand[dist[cand] == INF]
+            if len(cand):
+                pending.setdefault(level + 1, []).append(cand)
+            known = dist < INF
+            via_ret = here[call_ret] & known[call_start]
+            via_callee = here[call_start] & known[call_ret] & ~via_ret
+            extra = np.concatenate([call_src[via_ret], call_src[via_callee]])
+            cost = np.concatenate([level + dist[call_start[via_ret]], dist[call_ret[via_callee]] + level])
+            keep = dist[extra] == INF
+            extra, cost = extra[keep], cost[keep]
+            frontier = np.unique(extra[cost == level])
+            for c in np.unique(cost[cost > level]).tolist():
+                pending.setdefault(int(c), []).append(extra[cost == c])
     return dist
 
 
@@ -80,17 +97,16 @@ def token_prefixes(vocab: TokenVocab) -> dict[bytes, bool]:
 
 
 class TokenDistances:
-    """dist(s) in tokens, computed on demand and memoised; see the module doc."""
+    """dist(s) in tokens to the end of s's rule, computed on demand and memoised; see the module doc."""
 
-    def __init__(self, dfa: DFA, vocab: TokenVocab, byte_dist: np.ndarray):
-        self.dfa = dfa
-        self.vocab = vocab
+    def __init__(self, program: Program, vocab: TokenVocab, byte_dist: np.ndarray):
+        self.program = program
         self.byte_dist = byte_dist
         self.usable = vocab.single_byte_tokens()
         self.prefixes = token_prefixes(vocab)
         self.longest = vocab.longest
-        self.memo = np.where(dfa.accepting, 0, -1).astype(np.int32)
-        self._byte_dist_ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
+        self.memo = np.where(program.final, 0, -1).astype(np.int32)
+        self._ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
         self._steps: tuple[np.ndarray, np.ndarray] | None = None
 
     def set_exact(self, dist: np.ndarray) -> None:
@@ -108,43 +124,60 @@ class TokenDistances:
                 self._fill(int(s))
         return self.memo[states]
 
-    def _canonical_step(self, s: int) -> tuple[int, int]:
-        """The usable byte closest to acceptance from s (the lowest such byte on ties) and its state."""
-        if self._steps is None:  # all states at once, vectorised (one call per state cost 13 us)
-            self._steps = self._all_canonical_steps()
-        return int(self._steps[0][s]), int(self._steps[1][s])
-
-    def _all_canonical_steps(self, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-        trans = self.dfa.trans
-        byte, nxt = np.empty(len(trans), np.int64), np.empty(len(trans), np.int64)
+    def _all_byte_steps(self, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+        """Per state: the usable byte closest to the rule's end (lowest on ties) and its cost."""
+        trans = self.program.trans
+        byte, cost = np.empty(len(trans), np.int64), np.empty(len(trans), np.int64)
         for a in range(0, len(trans), chunk):  # chunks bound the [states, 256] temporaries
-            rows = trans[a : a + chunk]
-            byte[a : a + chunk] = np.where(self.usable[None, :], self._byte_dist_ext[rows], INF).argmin(axis=1)
-            nxt[a : a + chunk] = rows[np.arange(len(rows)), byte[a : a + chunk]]
-        return byte, nxt
+            d = np.where(self.usable[None, :], self._ext[trans[a : a + chunk]], INF)
+            byte[a : a + chunk] = d.argmin(axis=1)
+            cost[a : a + chunk] = d[np.arange(len(d)), byte[a : a + chunk]]
+        return byte, cost
+
+    def _step(self, s: int):
+        """The canonical step from s: ("byte", b, next state) or ("call", callee start, return)."""
+        if self._steps is None:
+            self._steps = self._all_byte_steps()
+        byte, cost = int(self._steps[0][s]), int(self._steps[1][s])
+        p = self.program
+        best = None
+        for k in range(int(p.call_ptr[s]), int(p.call_ptr[s + 1])):
+            start, ret = int(p.rule_start[p.call_rule[k]]), int(p.call_ret[k])
+            c = int(self.byte_dist[start]) + int(self.byte_dist[ret])
+            if c < cost + 1 and (best is None or c < best[0]):
+                best = (c, start, ret)
+        if best is not None:
+            return "call", best[1], best[2]
+        return "byte", byte, int(p.trans[s, byte])
 
     def _fill(self, s: int) -> None:
         if self.byte_dist[s] >= INF:
             self.memo[s] = INF
             return
+        # the canonical path from s up to a call or `longest` bytes past the first known state (the
+        # path from a known state on is all known: each fill records a prefix of a canonical path)
         states, data = [s], bytearray()
-        first_known = None
-        cur = s
-        while not self.dfa.accepting[cur]:  # the canonical path, `longest` bytes past the memo
-            if first_known is None and self.memo[cur] >= 0:
-                first_known = len(states) - 1
-            if first_known is not None and len(states) - 1 - first_known >= self.longest:
+        cur, known_at = s, None
+        while True:
+            if known_at is None and self.memo[cur] >= 0:
+                known_at = len(states) - 1
+            if known_at is not None and (self.program.final[cur] or len(states) - 1 - known_at >= self.longest):
                 break
-            b, cur = self._canonical_step(cur)
-            data.append(b)
-            states.append(cur)
-        end = first_known if first_known is not None else len(states) - 1
-        for i in range(end - 1, -1, -1):
+            kind, x, nxt = self._step(cur)
+            if kind == "call":
+                if self.memo[cur] < 0:
+                    self.memo[cur] = self[x] + self[nxt]
+                if known_at is None:
+                    known_at = len(states) - 1
+                break
+            data.append(x)
+            states.append(nxt)
+            cur = nxt
+        for i in range(known_at - 1, -1, -1):
             best = INF
             k = 1
             while i + k <= len(data):
-                piece = bytes(data[i : i + k])
-                is_token = self.prefixes.get(piece)
+                is_token = self.prefixes.get(bytes(data[i : i + k]))
                 if is_token is None:
                     break
                 if is_token:
