@@ -50,6 +50,14 @@ class CDFA:
     def num_states(self) -> int:
         return int(self.trans.shape[0])
 
+    def accepts(self, data: bytes) -> bool:
+        s = self.start
+        for b in data:
+            s = int(self.trans[s, self.cob[b]])
+            if s < 0:
+                return False
+        return bool(self.accepting[s])
+
     def expand(self) -> DFA:
         return DFA(trans=np.ascontiguousarray(self.trans[:, self.cob]).astype(np.int32, copy=False),
                    accepting=self.accepting.astype(bool), start=int(self.start), classes=self.cob)
@@ -73,8 +81,10 @@ def column_classes(trans: np.ndarray):
     return first[order], rank[inverse].astype(np.int64)
 
 
-def compact(dfa: DFA) -> CDFA:
+def compact(dfa: DFA | CDFA) -> CDFA:
     """The byte-class form of a 256-column DFA (its classes are found once and kept in dfa.classes)."""
+    if isinstance(dfa, CDFA):
+        return dfa
     if dfa.classes is None:
         dfa.classes = column_classes(dfa.trans)[1]
     _, reps = np.unique(dfa.classes, return_index=True)
@@ -169,3 +179,29 @@ def repeat_char(x: CDFA, lo: int, hi: int | None, max_states: int) -> CDFA | Non
     # every state is reachable (x is trimmed) and can finish: no trim needed
     return CDFA(trans, accepting, s0, x.cob)
 
+
+
+def literal_set(words: list[bytes]) -> CDFA | None:
+    """A finite set of byte strings (enum members) as a trie, built directly (the composer would
+    find the same automaton by subset construction over one copy per word). Not minimised: a
+    trie is small enough, and Moore's rounds would grow with the longest word."""
+    if not words:
+        return None
+    children: list[dict[int, int]] = [{}]
+    accepting = [False]
+    for word in words:
+        s = 0
+        for b in word:
+            nxt = children[s].get(b)
+            if nxt is None:
+                nxt = children[s][b] = len(children)
+                children.append({})
+                accepting.append(False)
+            s = nxt
+        accepting[s] = True
+    table = np.full((len(children), 256), -1, dtype=np.int32)
+    for s, kids in enumerate(children):
+        if kids:
+            table[s, list(kids)] = list(kids.values())
+    reps, cob = column_classes(table)
+    return CDFA(np.ascontiguousarray(table[:, reps]), np.array(accepting), 0, cob)

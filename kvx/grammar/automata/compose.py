@@ -26,7 +26,7 @@ from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.errors import TooLarge
 
-MINIMISE_UP_TO = 512  # states; Moore rounds on bigger results would cost more than they save
+MINIMISE_UP_TO = 64  # states; Moore rounds on bigger results would cost more than they save
 
 
 class Composer:
@@ -171,6 +171,28 @@ class Composer:
                 raise TypeError(f"not a regex node: {label!r}")
         return count, out
 
+    @staticmethod
+    def _disjoint_closures(trans, closure_of: dict, target_node, node_closure, todo: list) -> list:
+        """Rows of the closure states (accepting in their copy, continuing into the copies after)
+        whose own bytes and their continuation's bytes never meet (a string's body and its closing
+        quote): the union row, a whole group at a time. The others go to `todo` (subset states).
+        Returns [(states, rows)], applied after the subset rows are computed from the copy rows."""
+        groups: dict[int, list] = {}
+        for q in closure_of:
+            groups.setdefault(int(target_node[q]), []).append(q)
+        out = []
+        for node, qs in groups.items():
+            entry_rows = trans[sorted(node_closure(node)[0])]
+            n_live = (entry_rows >= 0).sum(axis=0)
+            entry_row = np.where(n_live == 1, entry_rows.max(axis=0), -1)
+            qa = np.array(qs, dtype=np.int64)
+            rows = trans[qa]
+            clash = ((rows >= 0) & (n_live > 0)).any(axis=1) | (n_live > 1).any()
+            if (~clash).any():
+                out.append((qa[~clash], np.where(rows[~clash] >= 0, rows[~clash], entry_row).astype(np.int32)))
+            todo += [(q, closure_of[q]) for q in qa[clash].tolist()]
+        return out
+
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
         deadline.check()
@@ -272,7 +294,8 @@ class Composer:
             ids[(members, bool(fin[q]))] = q
         extra_rows: list[np.ndarray] = []
         extra_acc: list[bool] = []
-        todo: list[tuple[int, frozenset]] = list(closure_of.items())
+        todo: list[tuple[int, frozenset]] = []
+        merged = self._disjoint_closures(trans, closure_of, target_node, node_closure, todo)
 
         def id_of(members: frozenset, acc: bool) -> int:
             if len(members) == 1:
@@ -323,6 +346,8 @@ class Composer:
         if rows_for:
             keys = np.fromiter(rows_for.keys(), dtype=np.int64, count=len(rows_for))
             trans[keys] = np.stack(list(rows_for.values()))
+        for qs, rows in merged:
+            trans[qs] = rows
         accepting = fin.copy()
         if extra_rows:
             trans = np.concatenate([trans, np.stack(extra_rows)])
@@ -343,8 +368,12 @@ class Composer:
                 if not live_node[u]:
                     live_node[u] = True
                     stack.append(u)
-        all_live = all(live_node[b] for _, b, _ in copies)
-        dfa = trim(trans, accepting, start, joint, all_live)
+        if all(live_node[b] for _, b, _ in copies):
+            # every state can finish; states nothing enters any more (a copy's start, now entered
+            # as part of a subset state) are left in place: nothing reaches them, they cost no walk
+            dfa = CDFA(trans, accepting, start, joint)
+        else:
+            dfa = trim(trans, accepting, start, joint)
         if dfa is None:
             return None
         if dfa.num_states > self.max_states:

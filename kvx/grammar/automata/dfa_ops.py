@@ -6,55 +6,62 @@ from typing import Optional
 import numpy as np
 
 from kvx.grammar.automata import deadline
-from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, intern, minimise, to_dfa, trim
+from kvx.grammar.automata.cdfa import CDFA, compact, repeat_char, row_groups
+from kvx.grammar.automata.cdfa import trim as trim_classes
+from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.errors import TooLarge
 
 
-def class_view(*dfas: DFA):
-    """Byte classes shared by several DFAs: (representative byte per class, class_of_byte)."""
-    both = np.concatenate([d.trans for d in dfas], axis=0).T  # [256, sum S]
-    _, first, inverse = np.unique(both, axis=0, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+MINIMISE_UP_TO = 4096  # states
 
 
-def product(a: DFA, b: DFA, mode: str = "and", max_states: int = DEFAULT_MAX_STATES) -> DFA | None:
-    """Intersection ("and") or difference ("minus": a and not b) of two DFAs."""
-    reps, class_of_byte = class_view(a, b)
-    ta, tb = a.trans[:, reps].tolist(), b.trans[:, reps].tolist()
-    k = len(reps)
-    start = (a.start, b.start)
-    index = {start: 0}
-    order = [start]
+def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = DEFAULT_MAX_STATES) -> CDFA | None:
+    """Intersection ("and") or difference ("minus": a and not b) of two automata, over their joint
+    byte classes. Breadth-first over state pairs, a whole frontier of pairs at a time (numpy);
+    new pairs are numbered by a dict."""
+    a, b = compact(a), compact(b)
+    reps, cob = row_groups(np.stack([a.cob, b.cob], axis=1))
+    order = np.argsort(reps)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    reps, cob = reps[order], rank[cob]
+    nb = b.num_states
+    ta = a.trans[:, a.cob[reps]].astype(np.int64)
+    tb = np.concatenate([b.trans[:, b.cob[reps]], np.full((1, len(reps)), -1)]).astype(np.int64)
+    tb = np.where(tb >= 0, tb, nb)  # b's dead state is row nb (it stays dead)
+    index = {a.start * (nb + 1) + b.start: 0}
+    keys = [a.start * (nb + 1) + b.start]
     rows = []
-    i = 0
-    while i < len(order):
-        if i % 256 == 0:
-            deadline.check()
-        sa, sb = order[i]
-        ra_, rb_ = ta[sa], tb[sb] if sb >= 0 else None
-        row = [-1] * k
-        for c in range(k):
-            na = ra_[c]
-            if na < 0:
-                continue
-            nb = rb_[c] if rb_ is not None else -1
-            if nb < 0 and mode == "and":
-                continue
-            row[c] = intern(index, order, (na, nb), max_states)
-        rows.append(row)
-        i += 1
-    trans = np.array(rows, dtype=np.int32).reshape(len(rows), k)
-    if mode == "and":
-        accepting = np.array([bool(a.accepting[x]) and bool(b.accepting[y]) for x, y in order])
-    else:
-        accepting = np.array([bool(a.accepting[x]) and not (y >= 0 and bool(b.accepting[y]))
-                              for x, y in order])
-    trimmed = trim(trans, accepting)
-    if trimmed is None:
-        return None
-    trans, acc, start = minimise(*trimmed)
-    return to_dfa(trans, acc, class_of_byte, start)
+    frontier = np.array(keys, dtype=np.int64)
+    while len(frontier):
+        deadline.check()
+        na, nb_ = ta[frontier // (nb + 1)], tb[frontier % (nb + 1)]
+        live = (na >= 0) if mode == "minus" else (na >= 0) & (nb_ < nb)
+        nxt = np.where(live, na * (nb + 1) + nb_, -1)
+        uniq = np.unique(nxt[live])
+        fresh = []
+        for key in uniq.tolist():
+            if key not in index:
+                index[key] = len(keys)
+                keys.append(key)
+                fresh.append(key)
+        if len(keys) > max_states:
+            raise TooLarge(f"more than {max_states} DFA states")
+        ids = np.full(nxt.shape, -1, dtype=np.int64)
+        ids[live] = np.array([index[k] for k in uniq.tolist()], dtype=np.int64)[np.searchsorted(uniq, nxt[live])]
+        rows.append(ids)
+        frontier = np.array(fresh, dtype=np.int64)
+    trans = np.concatenate(rows).astype(np.int32)
+    key_arr = np.array(keys, dtype=np.int64)
+    xa, xb = key_arr // (nb + 1), key_arr % (nb + 1)
+    b_acc = np.append(b.accepting.astype(bool), False)
+    accepting = a.accepting[xa] & (b_acc[xb] if mode == "and" else ~b_acc[xb])
+    c = trim_classes(trans, accepting, 0, cob.astype(np.int64))
+    if c is not None and c.num_states <= MINIMISE_UP_TO:  # Moore rounds grow with the longest string
+        t, acc, start = minimise(c.trans, c.accepting, c.start)
+        c = CDFA(t, acc, start, c.cob)
+    return c
 
 
 def is_prefix_code(d: DFA) -> bool:
@@ -62,10 +69,7 @@ def is_prefix_code(d: DFA) -> bool:
     return not (d.trans[d.accepting] >= 0).any()
 
 
-def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> DFA:
+def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> CDFA:
     """x{lo,hi} for a prefix-code DFA x with one accepting state and no empty word, built
     directly as counter copies (the NFA route is quadratic in the count for such bounds)."""
-    from kvx.grammar.automata.cdfa import compact, repeat_char
-
-    c = repeat_char(compact(x), lo, hi, max_states)
-    return None if c is None else c.expand()
+    return repeat_char(compact(x), lo, hi, max_states)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import column_classes, reach, row_groups
+from kvx.grammar.automata.cdfa import CDFA, reach, row_groups
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.errors import TooLarge
 
@@ -111,53 +111,48 @@ class Program:
 
 @dataclass
 class _Body:
-    """One composed rule body, its call spellings turned into edges."""
+    """One composed rule body over its byte classes, its call spellings turned into edges."""
 
-    trans: np.ndarray  # [n, 256]
+    table: np.ndarray  # [n, K] int32 over the body's byte classes
     final: np.ndarray
     start: int
-    classes: np.ndarray
+    classes: np.ndarray  # [256] class of each byte
     edges: np.ndarray  # [m, 3] (state, callee, return state), local state numbers
-
-    def compact(self) -> np.ndarray:
-        _, reps = np.unique(self.classes, return_index=True)
-        return self.trans[:, reps]
 
     def reach(self, forward: bool, seeds: np.ndarray, callees_ok: np.ndarray) -> np.ndarray:
         """States reachable from `seeds` (forward) or co-reachable to them, over bytes and over the
         call edges whose callee is ok (a call goes from its state to its return state)."""
-        table = self.compact()
-        rows, cols = np.nonzero(table >= 0)
+        rows, cols = np.nonzero(self.table >= 0)
         usable = self.edges[callees_ok[self.edges[:, 1]]]
         src = np.concatenate([rows, usable[:, 0]]).astype(np.int64)
-        dst = np.concatenate([table[rows, cols], usable[:, 2]]).astype(np.int64)
+        dst = np.concatenate([self.table[rows, cols], usable[:, 2]]).astype(np.int64)
         n = len(self.final)
         return reach(n, src, dst, seeds) if forward else reach(n, dst, src, seeds)
 
 
-def _body(dfa: DFA) -> _Body:
+def _body(c: CDFA) -> _Body:
     """Read the call spellings (0xFF, hi, lo) of a composed rule body back out as edges, and drop
     the states that only spelled them."""
-    trans = dfa.trans.copy()
+    table = c.trans.astype(np.int32, copy=True)
+    call = int(c.cob[CALL_BYTE])  # a class of its own when there are calls: no real byte moves with it
+    bytes_of = [np.flatnonzero(c.cob == k).tolist() for k in range(table.shape[1])]
     edges, spelling = [], set()
-    for s in np.flatnonzero(trans[:, CALL_BYTE] >= 0).tolist():
-        m1 = int(trans[s, CALL_BYTE])
+    for s in np.flatnonzero(table[:, call] >= 0).tolist():
+        m1 = int(table[s, call])
         spelling.add(m1)
-        for hi in np.flatnonzero(dfa.trans[m1] >= 0).tolist():
-            m2 = int(dfa.trans[m1, hi])
+        for k1 in np.flatnonzero(table[m1] >= 0).tolist():
+            m2 = int(table[m1, k1])
             spelling.add(m2)
-            for lo in np.flatnonzero(dfa.trans[m2] >= 0).tolist():
-                edges.append((s, hi * 255 + lo, int(dfa.trans[m2, lo])))
-        trans[s, CALL_BYTE] = -1
-    classes = dfa.classes if dfa.classes is not None else column_classes(dfa.trans)[1]
-    classes = np.where(np.arange(256) == CALL_BYTE, classes.max() + 1, classes)  # its column is gone
-    body = _Body(trans, dfa.accepting.astype(bool), int(dfa.start), classes.astype(np.int64),
+            for k2 in np.flatnonzero(table[m2] >= 0).tolist():
+                ret = int(table[m2, k2])
+                edges += [(s, hi * 255 + lo, ret) for hi in bytes_of[k1] for lo in bytes_of[k2]]
+    body = _Body(table, c.accepting.astype(bool), int(c.start), c.cob.astype(np.int64),
                  np.array(edges, dtype=np.int64).reshape(-1, 3))
     if spelling:
-        table = body.compact()
-        rows = np.ones(len(trans), dtype=bool)
+        table[:, call] = -1
+        rows = np.ones(len(table), dtype=bool)
         rows[list(spelling)] = False
-        entered = np.zeros(len(trans) + 1, dtype=bool)
+        entered = np.zeros(len(table) + 1, dtype=bool)
         entered[table[rows].ravel()] = True  # -1 lands on the extra slot
         entered[body.start] = True
         entered[body.edges[:, 2]] = True
@@ -170,11 +165,11 @@ def _keep(b: _Body, keep: np.ndarray) -> _Body:
     remap = np.full(len(keep) + 1, -1, dtype=np.int64)
     remap[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
     edges = b.edges[keep[b.edges[:, 0]] & keep[b.edges[:, 2]]]
-    return _Body(remap[b.trans[keep]].astype(np.int32), b.final[keep], int(remap[b.start]), b.classes,
+    return _Body(remap[b.table[keep]].astype(np.int32), b.final[keep], int(remap[b.start]), b.classes,
                  np.stack([remap[edges[:, 0]], edges[:, 1], remap[edges[:, 2]]], axis=1).reshape(-1, 3))
 
 
-def link(composed: list[DFA | None]) -> Program | None:
+def link(composed: list[CDFA | None]) -> Program | None:
     """One Program from the composed rule bodies (index = rule id, 0 = the document; None = a rule
     with no word). Calls of rules that cannot complete are cut, with every state that needed them;
     rules the document never reaches are dropped. None if the document itself cannot complete."""
@@ -220,11 +215,11 @@ def _productive_rules(bodies: list) -> np.ndarray:
 def _cut(b: _Body, ok: np.ndarray) -> _Body:
     """Drop calls of unproductive rules and the states that can no longer complete or be reached."""
     edges = b.edges[ok[b.edges[:, 1]]]
-    b = _Body(b.trans, b.final, b.start, b.classes, edges)
+    b = _Body(b.table, b.final, b.start, b.classes, edges)
     live = b.reach(False, np.flatnonzero(b.final), ok)
-    trans = np.where((b.trans >= 0) & live[np.maximum(b.trans, 0)], b.trans, -1)
+    table = np.where((b.table >= 0) & live[np.maximum(b.table, 0)], b.table, -1)
     edges = edges[live[edges[:, 0]] & live[edges[:, 2]]]
-    b = _Body(trans, b.final, b.start, b.classes, edges)
+    b = _Body(table, b.final, b.start, b.classes, edges)
     return _keep(b, b.reach(True, np.array([b.start]), ok) & live)
 
 
@@ -241,19 +236,22 @@ def _called_from_root(bodies: list, ok: np.ndarray) -> np.ndarray:
 
 
 def _concatenate(bodies: list) -> Program:
+    """All bodies in one table: states renumbered by offset, columns over a joint byte partition."""
     sizes = np.array([0 if b is None else len(b.final) for b in bodies], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
-    present = [b for b in bodies if b is not None]
-    trans = np.concatenate([np.where(b.trans >= 0, b.trans + offsets[r], -1).astype(np.int32)
-                            for r, b in enumerate(bodies) if b is not None])
-    final = np.concatenate([b.final for b in present])
+    present = [(r, b) for r, b in enumerate(bodies) if b is not None]
+    reps, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
+    tables = []
+    for r, b in present:
+        t = b.table[:, b.classes[reps]]
+        tables.append(np.where(t >= 0, t + offsets[r], -1).astype(np.int32))
+    trans = np.ascontiguousarray(np.concatenate(tables)[:, joint])
+    final = np.concatenate([b.final for _, b in present])
     rule_of = np.repeat(np.arange(len(bodies), dtype=np.int32), sizes)
     rule_start = np.array([-1 if b is None else offsets[r] + b.start for r, b in enumerate(bodies)], dtype=np.int32)
-    edges = np.concatenate([b.edges + np.array([offsets[r], 0, offsets[r]]) for r, b in enumerate(bodies)
-                            if b is not None]).astype(np.int64)
+    edges = np.concatenate([b.edges + np.array([offsets[r], 0, offsets[r]]) for r, b in present]).astype(np.int64)
     edges = edges[np.lexsort((edges[:, 1], edges[:, 0]))]
     counts = np.bincount(edges[:, 0], minlength=len(final))
-    _, joint = row_groups(np.stack([b.classes for b in present], axis=1))
     return Program(trans=trans, final=final, rule_of=rule_of, rule_start=rule_start,
                    call_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
                    call_rule=edges[:, 1].astype(np.int32), call_ret=edges[:, 2].astype(np.int32),

@@ -15,7 +15,7 @@ from itertools import combinations
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.negate import Negator
-from kvx.grammar.schema.refs import LEGACY, Document, escape
+from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
 
 MAX_ALTERNATIVES = 256
 MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternatives
@@ -84,15 +84,17 @@ class Applicators:
             where = self.doc.display(ptr) or "/"
             raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (a schema that applies to itself "
                                     "without a nested value)", "$ref", where)
+        self._check_shape(ptr, node)
         active = active | {ptr}
         inner = path + (ptr,)
         if "$ref" in node and self.doc.dialect in LEGACY:  # draft <= 7: $ref replaces its siblings
-            return self._one(self.doc.resolve(node["$ref"], ptr), path, active, notes)
+            target = self._target(node["$ref"], ptr)
+            return [] if target is None else self._one(target, path, active, notes)
         alts: list[Alternative] = [(Piece(ptr, path, notes),)]
         for kw in ("$ref", "kvx:ref"):
             if kw in node:
-                target = self.doc.resolve(node[kw], ptr) if kw == "$ref" else node[kw]
-                alts = self._product(alts, self._one(target, inner, active, notes), ptr)
+                target = self._target(node[kw], ptr) if kw == "$ref" else node[kw]
+                alts = [] if target is None else self._product(alts, self._one(target, inner, active, notes), ptr)
         for i in range(len(node.get("allOf", []))):
             alts = self._product(alts, self._one(f"{ptr}/allOf/{i}", inner, active, notes), ptr)
         if "anyOf" in node:
@@ -113,6 +115,85 @@ class Applicators:
             for key, dep in (node.get(kw) or {}).items():
                 alts = self._product(alts, self._dependency(ptr, kw, key, dep, inner, active, notes), ptr)
         return alts
+
+    def applicable(self, pointers: tuple, limit: int = 64) -> tuple:
+        """Every schema that may apply in place to a value at `pointers` (the schemas, their $ref
+        targets, allOf/anyOf/oneOf branches, then/else; breadth first): the value's *context*, which
+        fixes the order its object members are written in, whichever branch it takes."""
+        out, todo = [], list(pointers)
+        while todo and len(out) < limit:
+            ptr = todo.pop(0)
+            node = self.doc.at(ptr)
+            if not isinstance(node, dict) or ptr in out:
+                continue
+            out.append(ptr)
+            if isinstance(node.get("$ref"), str):
+                try:
+                    todo.append(self.doc.resolve(node["$ref"], ptr))
+                except UnsupportedSchema:
+                    pass
+            for kw in ("allOf", "anyOf", "oneOf"):
+                if isinstance(node.get(kw), list):
+                    todo += [f"{ptr}/{kw}/{i}" for i in range(len(node[kw]))]
+            todo += [f"{ptr}/{kw}" for kw in ("then", "else") if kw in node]
+        return tuple(out)
+
+    def key_order(self, context: tuple) -> tuple:
+        """Property names in the order the context's schemas list them: `properties`, then the
+        names only `required` lists."""
+        order: dict[str, None] = {}
+        for kw in ("properties", "required"):
+            for ptr in context:
+                names = self.doc.at(ptr).get(kw)
+                order.update(dict.fromkeys(names if isinstance(names, (dict, list)) else ()))
+        return tuple(k for k in order if isinstance(k, str))
+
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple:
+        """The context of a member (object key) or item (array index) of a value with `context`."""
+        out = []
+        for ptr in context:
+            node = self.doc.at(ptr)
+            if key is not None:
+                if isinstance(node.get("properties"), dict) and key in node["properties"]:
+                    out.append(f"{ptr}/properties/{escape(key)}")
+                elif "additionalProperties" in node:
+                    out.append(f"{ptr}/additionalProperties")
+            else:
+                prefix = node.get("prefixItems", node.get("items"))
+                if isinstance(prefix, list):
+                    if index < len(prefix):
+                        out.append(f"{ptr}/{'prefixItems' if 'prefixItems' in node else 'items'}/{index}")
+                elif "items" in node:
+                    out.append(f"{ptr}/items")
+        return self.applicable(tuple(out))
+
+    def _check_shape(self, ptr: str, node: dict) -> None:
+        """The applicators this walk reads have the shape the spec requires (the meta-schema check
+        is the CLI's, when it loads the schema)."""
+        for kw in ("allOf", "anyOf", "oneOf"):
+            if kw in node and (not isinstance(node[kw], list) or not node[kw]):
+                self._invalid(ptr, kw, "a non-empty array")
+        for kw in ("$ref", "kvx:ref"):
+            if kw in node and not isinstance(node[kw], str):
+                self._invalid(ptr, kw, "a string")
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            deps = node.get(kw, {})
+            if not isinstance(deps, dict) or not all(
+                    isinstance(d, (dict, bool)) or (isinstance(d, list) and all(isinstance(x, str) for x in d))
+                    for d in deps.values()):
+                self._invalid(ptr, kw, "an object of schemas or name arrays")
+
+    def _invalid(self, ptr: str, keyword: str, what: str):
+        where = self.doc.display(ptr) or "/"
+        raise UnsupportedSchema(f"invalid schema: '{keyword}' must be {what} at {where}", keyword, where)
+
+    def _target(self, ref: str, ptr: str) -> str | None:
+        """Pointer a $ref names; None (no value allowed there, with a warning) if it names nothing."""
+        try:
+            return self.doc.resolve(ref, ptr)
+        except DanglingRef as err:
+            self.notes.warn_once(f"{err.pointer}", f"{err}: no value is generated there")
+            return None
 
     def _negation(self, target: str, ptr: str, keyword: str) -> str | None:
         """Pointer of the negation of `target`; None where lenient lets an unwritable one go

@@ -105,12 +105,13 @@ class ArrayBody(Body):
 
     def _options(self, index: int, contains) -> list[tuple[ra.Node, int]]:
         base, waivable = self._element(index)
+        context = self.s.member_context(self.context, index=index)
         if contains is None:
-            return [(self.s.value(tuple(base + waivable)), 0)]
+            return [(self.s.value(tuple(base + waivable), context), 0)]
         ptr, _, c_hi = contains
-        counted = self.s.value(tuple(base + [ptr]))
+        counted = self.s.value(tuple(base + [ptr]), context)
         rest = base + waivable
         if c_hi is not None:
             rest.append(self.s.negation(ptr))
-        out = [(counted, 1), (self.s.value(tuple(rest)), 0)]
+        out = [(counted, 1), (self.s.value(tuple(rest), context), 0)]
         return [(v, k) for v, k in out if not ra.is_nothing(v)]

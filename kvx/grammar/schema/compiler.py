@@ -34,7 +34,7 @@ def validator_class(schema):
         else jsonschema.Draft202012Validator
 
 
-def _check_valid(schema) -> None:
+def _check_root(schema) -> None:
     if not isinstance(schema, (dict, bool)):
         raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
@@ -42,12 +42,6 @@ def _check_valid(schema) -> None:
             dialect.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(p)
             for p in DIALECTS):
         raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {dialect!r})", "$schema", "")
-    try:
-        validator_class(schema).check_schema(schema)
-    except jsonschema.exceptions.SchemaError as err:
-        ptr = "".join(f"/{p}" for p in err.absolute_path)
-        first = str(err.message).splitlines()[0][:200]
-        raise UnsupportedSchema(f"invalid schema: {first} at {ptr or '/'}", None, ptr) from None
 
 
 def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, lenient: bool = False,
@@ -73,7 +67,7 @@ def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, len
 
 
 def _compile(schema, options: Options, t0: float) -> CompiledSchema:
-    _check_valid(schema)
+    _check_root(schema)
     builder = RuleBuilder(schema, options, validator_class(schema))
     try:
         program = builder.program()

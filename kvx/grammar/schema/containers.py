@@ -19,7 +19,11 @@ class Slots(Protocol):
     scalars: Scalars
     ws: ra.Node
 
-    def value(self, pointers: tuple) -> ra.Node: ...
+    def value(self, pointers: tuple, context: tuple) -> ra.Node: ...
+
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple: ...
+
+    def key_order(self, context: tuple) -> tuple: ...
 
     def alternatives(self, pointers: tuple) -> list[Alternative]: ...
 
@@ -35,9 +39,10 @@ def scopes(alt: Alternative) -> list[list[int]]:
 class Body:
     """The body of a container rule for one alternative (its pieces all apply)."""
 
-    def __init__(self, slots: Slots, alt: Alternative):
+    def __init__(self, slots: Slots, alt: Alternative, context: tuple):
         self.s = slots
         self.alt = alt
+        self.context = context  # of the value this body writes (applicators.applicable)
         self.nodes = [slots.doc.at(p.ptr) for p in alt]
         self.scope = scopes(alt)
 

@@ -68,6 +68,6 @@ class Notes:
                     self.post_check(kw, ptr, "the automaton cannot compare items")
             elif kw in UNSUPPORTED:
                 self.unsupported(kw, ptr, "")
-            else:
+            elif not kw.startswith("x-"):  # x-...: vendor annotations, by convention
                 self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
                                f"unknown keyword '{kw}' at {self.where(ptr)} ignored")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.keywords import META, TYPES
-from kvx.grammar.schema.refs import LEGACY, Document, escape
+from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
 
 MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
 
@@ -31,6 +31,12 @@ class Negator:
             hit = self.memo[ptr] = self.doc.synthesise(self._negation(ptr, depth), ptr)
         return hit
 
+    def _target(self, ref: str, ptr: str) -> str | None:
+        try:
+            return self.doc.resolve(ref, ptr)
+        except DanglingRef:  # a $ref to nothing allows nothing (applicators.py): its negation, anything
+            return None
+
     def _refuse(self, ptr: str, keyword: str, what: str = ""):
         where = self.doc.display(ptr) or "/"
         raise UnsupportedSchema(f"unsupported keyword 'not' at {where} (negating '{keyword}'"
@@ -44,10 +50,9 @@ class Negator:
             return True
         if not isinstance(node, dict):
             self._refuse(ptr, "schema", "not a schema")
-        if "$ref" in node:
-            target = self.doc.resolve(node["$ref"], ptr)
-            if self.doc.dialect in LEGACY:
-                return {"kvx:ref": self.negate(target, depth + 1)}
+        if "$ref" in node and self.doc.dialect in LEGACY:
+            target = self._target(node["$ref"], ptr)
+            return True if target is None else {"kvx:ref": self.negate(target, depth + 1)}
         branches: list = []
         for kw, value in node.items():
             # then/else are negated with `if`, draft 4's boolean exclusive* with minimum/maximum
@@ -59,7 +64,8 @@ class Negator:
     def _keyword(self, ptr: str, node: dict, kw: str, value, depth: int) -> list:
         sub = f"{ptr}/{escape(kw)}"
         if kw == "$ref":
-            return [{"kvx:ref": self.negate(self.doc.resolve(value, ptr), depth + 1)}]
+            target = self._target(value, ptr)
+            return [{}] if target is None else [{"kvx:ref": self.negate(target, depth + 1)}]
         if kw == "kvx:ref":
             return [{"kvx:ref": self.negate(value, depth + 1)}]
         if kw == "type":

@@ -28,6 +28,9 @@ MAX_LOOSE = 6  # required names no `properties` declares, tracked as a set (2^n)
 
 
 class ObjectBody(Body):
+    def __init__(self, slots, alt, context: tuple):
+        super().__init__(slots, alt, context)
+        self.rank = {k: i for i, k in enumerate(slots.key_order(context))}
 
     def build(self) -> ra.Node:
         order, required = self._declared()
@@ -53,7 +56,8 @@ class ObjectBody(Body):
         return ra.seq(ra.lit("{"), self.s.ws, graph, ra.lit("}"))
 
     def _member(self, key: str, absent: set) -> ra.Node | None:
-        value = ra.NOTHING if key in absent or not self._name_ok(key) else self.s.value(self._key_schemas(key))
+        value = ra.NOTHING if key in absent or not self._name_ok(key) else \
+            self.s.value(self._key_schemas(key), self.s.member_context(self.context, key=key))
         if ra.is_nothing(value):
             return None
         ws = self.s.ws
@@ -76,6 +80,8 @@ class ObjectBody(Body):
                                         "required", where)
             order += [k for k in req if k not in order]
             required |= set(req)
+        position = {k: i for i, k in enumerate(order)}
+        order.sort(key=lambda k: (self.rank.get(k, len(self.rank)), position[k]))
         return order, required
 
     def _patterns(self, i: int) -> dict:
@@ -152,7 +158,7 @@ class ObjectBody(Body):
                 ptrs.append(f"{p.ptr}/additionalProperties")
             elif "unevaluatedProperties" in node and not self._region_evaluated(chosen, i):
                 ptrs.append(f"{p.ptr}/unevaluatedProperties")
-        value = self.s.value(tuple(ptrs))
+        value = self.s.value(tuple(ptrs), self.s.member_context(self.context, key=""))
         if ra.is_nothing(value):
             return None
         key = self._key_language(chosen, patterns, declared)
@@ -211,12 +217,24 @@ def any_key_body() -> DFA:
     return _ANY_KEY[0]
 
 
-def _minus_names(body: DFA | None, names: tuple, max_states: int) -> DFA | None:
-    """`body` without any spelling of the given names (their decoded value, not just their text)."""
+_NOT_NAMES: dict[tuple, object] = {}
+
+
+def _minus_names(body, names: tuple, max_states: int):
+    """`body` without any spelling of the given names (their decoded value, not just their text);
+    kept per name set for any-key bodies (every object with extra keys needs one)."""
     if body is None or not names:
         return body
-    spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in key)) for key in names))
-    return product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
+    key = (id(body), names) if body is any_key_body() else None
+    hit = _NOT_NAMES.get(key) if key else None
+    if hit is None:
+        spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in name)) for name in names))
+        hit = product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
+        if key:
+            if len(_NOT_NAMES) > 1024:
+                _NOT_NAMES.clear()
+            _NOT_NAMES[key] = hit
+    return hit
 
 
 def members_graph(members: list, extra, loose: list, lo: int, hi: int | None, ws: ra.Node) -> ra.Node:
@@ -240,9 +258,11 @@ def members_graph(members: list, extra, loose: list, lo: int, hi: int | None, ws
         after = c + 1 if hi is not None else min(c + 1, top)
         if after > top:
             return
+        fresh = join_key + (after,) not in ids
         join = nid(join_key + (after,))
         edges.append((nid(src), join, sep if c else None))
-        edges.append((join, nid(dst_of_count(after)), label))
+        if fresh:  # the member's own edge, once per join node
+            edges.append((join, nid(dst_of_count(after)), label))
 
     for i, (member, req) in enumerate(members):
         for c in range(top + 1):

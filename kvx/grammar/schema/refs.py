@@ -26,6 +26,11 @@ DIALECTS = {  # $schema prefix -> dialect
 LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
 
 
+class DanglingRef(UnsupportedSchema):
+    """A local $ref to nothing: validators only fail when they reach it, so the compiler lets no
+    value go there (and says so) instead of refusing the whole schema."""
+
+
 def escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
@@ -79,8 +84,9 @@ class Document:
             self.anchors.setdefault(f"{base}{ident}", pointer)
         if pointer == "":
             self.resources.setdefault(base, "")
-        if isinstance(node.get("$anchor"), str):
-            self.anchors[f"{base}#{node['$anchor']}"] = pointer
+        for kw in ("$anchor", "$dynamicAnchor"):  # a plain $ref to a $dynamicAnchor acts as to an $anchor
+            if isinstance(node.get(kw), str):
+                self.anchors.setdefault(f"{base}#{node[kw]}", pointer)
         self.base_of[pointer] = base
         for ptr, sub in child_pointers(node, pointer):
             self._index(sub, ptr, base)
@@ -127,10 +133,9 @@ class Document:
             try:
                 self.at(ptr)
             except KeyError:
-                raise UnsupportedSchema(f"invalid schema: $ref {ref!r} points nowhere at {where}",
-                                        "$ref", where) from None
+                raise DanglingRef(f"invalid schema: $ref {ref!r} points nowhere at {where}", "$ref", where) from None
             return ptr
         key = f"{uri}#{fragment}"
         if key not in self.anchors:
-            raise UnsupportedSchema(f"invalid schema: $ref {ref!r} names no $anchor at {where}", "$ref", where)
+            raise DanglingRef(f"invalid schema: $ref {ref!r} names no $anchor at {where}", "$ref", where)
         return self.anchors[key]

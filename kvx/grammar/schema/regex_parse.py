@@ -298,5 +298,5 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):
         return _pattern_dfa(pattern, max_states)
     except PatternError as err:
         raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({err}) at {pointer}", "pattern", pointer) from None
-    except TooLarge:
-        raise UnsupportedSchema(f"schema too large for the automaton at {pointer}", "pattern", pointer) from None
+    except TooLarge as err:
+        raise UnsupportedSchema(f"schema too large for the automaton at {pointer} ({err})", "pattern", pointer) from None

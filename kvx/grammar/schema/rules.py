@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.compose import fast_compile
+from kvx.grammar.automata.cdfa import literal_set
+from kvx.grammar.automata.compose import Composer
 from kvx.grammar.automata.pda import Program, call_symbol, link
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.schema.applicators import Alternative, Applicators
@@ -46,22 +47,23 @@ class RuleBuilder:
         self.ws = ra.rep(ra.chars(" \t\n\r"), 0, options.max_ws) if flexible else ra.EMPTY
         self._values: dict[tuple, ra.Node] = {}
         self._rules: dict[tuple, int] = {}
-        self._todo: list[tuple[int, str, tuple]] = []
+        self._todo: list[tuple[int, str, tuple, tuple]] = []
         self._where: list[str] = [""]  # rule id -> a pointer that names it in messages
+        self._composer = Composer(options.max_states)  # one for all rules: a slot used twice is built once
 
     # ---- entry ------------------------------------------------------------------------------
     def program(self) -> Program | None:
-        bodies = [self._compile(ra.seq(self.ws, self.value(("",)), self.ws), "")]
+        bodies = [self._compile(ra.seq(self.ws, self.value(("",), self.apps.applicable(("",))), self.ws), "")]
         while self._todo:
-            rid, kind, alts = self._todo.pop()
+            rid, kind, alts, context = self._todo.pop()
             bodies += [None] * (rid + 1 - len(bodies))
-            body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt).build() for alt in alts))
+            body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build() for alt in alts))
             bodies[rid] = self._compile(body, self._where[rid])
         return link(bodies)
 
     def _compile(self, node: ra.Node, where: str):
         try:
-            return fast_compile(node, self.opt.max_states)
+            return self._composer.build(node)
         except TooLarge as err:
             display = self.doc.display(where) or "/"
             raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})", None, display) from None
@@ -72,24 +74,31 @@ class RuleBuilder:
     def negation(self, ptr: str) -> str:
         return self.apps.negator.negate(ptr)
 
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple:
+        return self.apps.member_context(context, key, index)
+
+    def key_order(self, context: tuple) -> tuple:
+        return self.apps.key_order(context)
+
     # ---- value slots ------------------------------------------------------------------------
-    def value(self, pointers: tuple) -> ra.Node:
-        """Language of one value valid under every schema at `pointers`; containers are calls."""
+    def value(self, pointers: tuple, context: tuple) -> ra.Node:
+        """Language of one value valid under every schema at `pointers`; containers are calls.
+        `context` (applicators.applicable) fixes the order of object members at any depth."""
         pointers = tuple(p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True)
-        hit = self._values.get(pointers)
+        hit = self._values.get((pointers, context))
         if hit is None:
             where = pointers[0] if pointers else ""
             try:
                 deadline.check()
-                hit = self._slot(pointers)
+                hit = self._slot(pointers, context)
             except TooLarge as err:
                 display = self.doc.display(where) or "/"
                 raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})",
                                         None, display) from None
-            self._values[pointers] = hit
+            self._values[(pointers, context)] = hit
         return hit
 
-    def _slot(self, pointers: tuple) -> ra.Node:
+    def _slot(self, pointers: tuple, context: tuple) -> ra.Node:
         scalars, objects, arrays = [], [], []
         for alt in self.alternatives(pointers):
             node, types = self._alternative(alt)
@@ -99,18 +108,19 @@ class RuleBuilder:
             if "array" in types:
                 arrays.append(alt)
         parts = scalars
-        for kind, alts in (("object", objects), ("array", arrays)):
-            if alts:
-                parts.append(self._call(kind, tuple(alts)))
+        if objects:
+            parts.append(self._call("object", tuple(objects), context))
+        if arrays:
+            parts.append(self._call("array", tuple(arrays), context))
         return ra.alt(*parts)
 
-    def _call(self, kind: str, alts: tuple) -> ra.Node:
-        key = (kind, alts)
+    def _call(self, kind: str, alts: tuple, context: tuple) -> ra.Node:
+        key = (kind, alts, context)
         rid = self._rules.get(key)
         if rid is None:
             rid = self._rules[key] = len(self._where)
             self._where.append(alts[0][0].ptr if alts[0] else "")
-            self._todo.append((rid, kind, alts))
+            self._todo.append((rid, kind, alts, context))
         return call_symbol(rid)
 
     # ---- one alternative --------------------------------------------------------------------
@@ -161,13 +171,11 @@ class RuleBuilder:
         return out
 
     def _enum(self, values: list, pieces: list) -> ra.Node:
-        kept = []
-        for v in values:
-            if any(json_equal(v, k) for k in kept):
-                continue
-            if all(self.scalars.valid(v, ptr, node) for ptr, node in pieces):
-                kept.append(v)
-        return ra.alt(*(ra.lit(dumps(v)) for v in kept))
+        texts = list(dict.fromkeys(dumps(v) for v in values))  # one spelling per JSON value
+        kept = [t for t in texts if all(self.scalars.valid(json.loads(t), ptr, node) for ptr, node in pieces)]
+        if len(kept) <= 2:
+            return ra.alt(*(ra.lit(t) for t in kept))
+        return ra.Embed(literal_set([t.encode("utf-8") for t in kept]))
 
     def _check_exclusions(self, pieces: list, types: set) -> None:
         """`not` of an object or array value: refused unless that value is impossible here anyway."""

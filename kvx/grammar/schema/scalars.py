@@ -51,25 +51,31 @@ class Scalars:
         self.max_states = max_states
         self._validator_class = validator_class
         self._validator = None
+        self._validators: dict[int, tuple] = {}  # id(node) -> (node, its validator)
 
     def where(self, ptr: str) -> str:
         return self.notes.where(ptr)
 
     # ---- enum members -----------------------------------------------------------------------
     def valid(self, value, ptr: str, node: dict) -> bool:
-        """Does `value` satisfy the piece's own keywords (its applicators are other pieces)?"""
+        """Does `value` satisfy the piece's own keywords (its applicators are other pieces; enum
+        and const members are intersected by the caller)?"""
         import jsonschema
 
-        if self._validator is None:
-            cls = self._validator_class
-            self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
-        own = {k: v for k, v in node.items() if k not in APPLICATORS and k not in INTERNAL}
         if not self._internal_ok(value, node):
             return False
-        if own.get("nullable") is True and value is None:
+        if node.get("nullable") is True and value is None:
             return True
+        validator = self._validators.get(id(node))
+        if validator is None:
+            if self._validator is None:
+                cls = self._validator_class
+                self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+            own = {k: v for k, v in node.items() if k not in APPLICATORS and k not in INTERNAL
+                   and k not in ("enum", "const")}
+            validator = self._validators[id(node)] = (node, self._validator.evolve(schema=own))
         try:
-            return self._validator.evolve(schema=own).is_valid(value)
+            return validator[1].is_valid(value)
         except jsonschema.exceptions.RefResolutionError:
             return False
 
