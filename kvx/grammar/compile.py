@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kvx.grammar import cache as _cache
+from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.tokens.budget import token_prefixes
 from kvx.grammar.tokens.matcher import Matcher
 from kvx.grammar.tokens.stacks import MAX_DEPTH, TokenPDA
@@ -86,11 +88,15 @@ def compile_schema(
     path = _cache.cache_path(schema, options, vocab) if cache else None
     loaded = _cache.load(path) if path is not None else None
     if loaded is None:
-        from kvx.grammar.schema.compiler import compile_program
+        from kvx.grammar.schema.compiler import DEADLINE_S, compile_program
 
-        compiled = compile_program(schema, whitespace=whitespace, max_ws=max_ws, lenient=lenient)
-        program = compiled.program
-        pda = TokenPDA(program, vocab, max_depth=max_depth)
+        with deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
+            compiled = compile_program(schema, whitespace=whitespace, max_ws=max_ws, lenient=lenient)
+            program = compiled.program
+            try:
+                pda = TokenPDA(program, vocab, max_depth=max_depth)
+            except TooLarge as err:
+                raise UnsupportedSchema(f"schema too large for the automaton at / ({err})", None, "") from None
         warnings, post_checks = list(compiled.warnings), list(compiled.post_checks)
         if path is not None:
             _cache.store(path, program, pda.byte_dist, warnings, post_checks)

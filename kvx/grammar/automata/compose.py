@@ -172,26 +172,41 @@ class Composer:
         return count, out
 
     @staticmethod
-    def _disjoint_closures(trans, closure_of: dict, target_node, node_closure, todo: list) -> list:
-        """Rows of the closure states (accepting in their copy, continuing into the copies after)
-        whose own bytes and their continuation's bytes never meet (a string's body and its closing
-        quote): the union row, a whole group at a time. The others go to `todo` (subset states).
-        Returns [(states, rows)], applied after the subset rows are computed from the copy rows."""
-        groups: dict[int, list] = {}
-        for q in closure_of:
-            groups.setdefault(int(target_node[q]), []).append(q)
-        out = []
-        for node, qs in groups.items():
-            entry_rows = trans[sorted(node_closure(node)[0])]
-            n_live = (entry_rows >= 0).sum(axis=0)
-            entry_row = np.where(n_live == 1, entry_rows.max(axis=0), -1)
-            qa = np.array(qs, dtype=np.int64)
-            rows = trans[qa]
-            clash = ((rows >= 0) & (n_live > 0)).any(axis=1) | (n_live > 1).any()
-            if (~clash).any():
-                out.append((qa[~clash], np.where(rows[~clash] >= 0, rows[~clash], entry_row).astype(np.int32)))
-            todo += [(q, closure_of[q]) for q in qa[clash].tolist()]
-        return out
+    def _closures(trans, copy_acc, target_node, node_closure):
+        """The closure states (accepting in their copy, continuing into the copies leaving its
+        target node), all at once. Returns (is_closure [T], fin [T], closure(q) -> members,
+        merged: (states, rows) of the closure states whose own bytes and their continuation's never
+        meet (a string's body and its closing quote: the union row), clashing: the others, which
+        become subset states)."""
+        total = len(copy_acc)
+        acc_states = np.flatnonzero(copy_acc)
+        nodes, which = np.unique(target_node[acc_states], return_inverse=True)
+        info = [node_closure(int(u)) for u in nodes]
+        entries = [sorted(e) for e, _ in info]
+        k = trans.shape[1]
+        node_row = np.full((len(nodes), k), -1, dtype=np.int32)
+        node_live = np.zeros((len(nodes), k), dtype=np.int64)
+        for i, e in enumerate(entries):
+            if e:
+                rows = trans[e]
+                node_live[i] = (rows >= 0).sum(axis=0)
+                node_row[i] = np.where(node_live[i] == 1, rows.max(axis=0), -1)
+        fin = np.zeros(total, dtype=bool)
+        fin[acc_states] = np.array([f for _, f in info], dtype=bool)[which]
+        has_entry = np.array([bool(e) for e in entries], dtype=bool)
+        is_closure = np.zeros(total, dtype=bool)
+        closing = acc_states[has_entry[which]]
+        is_closure[closing] = True
+        w = which[has_entry[which]]
+        rows = trans[closing]
+        clash = ((rows >= 0) & (node_live[w] > 0)).any(axis=1) | (node_live[w] > 1).any(axis=1)
+        merged = (closing[~clash], np.where(rows[~clash] >= 0, rows[~clash], node_row[w[~clash]]).astype(np.int32))
+        entry_of = {int(u): frozenset(e) for u, e in zip(nodes, entries)}
+
+        def closure(q: int) -> frozenset:
+            return entry_of[int(target_node[q])] | {q} if is_closure[q] else frozenset((q,))
+
+        return is_closure, fin, closure, merged, closing[clash].tolist()
 
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
@@ -281,30 +296,25 @@ class Composer:
                          -1).astype(np.int32)
         copy_acc = np.concatenate(accs)
         target_node = np.repeat(np.array([b for _, b, _ in copies], dtype=np.int64), sizes_a)
-        fin = np.zeros(total, dtype=bool)
         # non-plain states: accepting in their copy, with something to continue into
-        closure_of: dict[int, frozenset] = {}
-        for q in np.flatnonzero(copy_acc).tolist():
-            entry, is_final = node_closure(int(target_node[q]))
-            fin[q] = is_final
-            if entry:
-                closure_of[q] = entry | {q}
+        is_closure, fin, closure, merged, clashing = self._closures(trans, copy_acc, target_node, node_closure)
         ids: dict[tuple, int] = {}
-        for q, members in closure_of.items():
-            ids[(members, bool(fin[q]))] = q
         extra_rows: list[np.ndarray] = []
         extra_acc: list[bool] = []
-        todo: list[tuple[int, frozenset]] = []
-        merged = self._disjoint_closures(trans, closure_of, target_node, node_closure, todo)
+        todo: list[tuple[int, frozenset]] = [(q, closure(q)) for q in clashing]
 
         def id_of(members: frozenset, acc: bool) -> int:
             if len(members) == 1:
                 (q,) = members
-                if q not in closure_of and bool(fin[q]) == acc:
+                if not is_closure[q] and bool(fin[q]) == acc:
                     return q
             key = (members, acc)
             j = ids.get(key)
             if j is None:
+                for q in members:  # the members of a closure state: that state itself
+                    if is_closure[q] and bool(fin[q]) == acc and closure(q) == members:
+                        ids[key] = q
+                        return q
                 j = ids[key] = total + len(extra_rows)
                 extra_rows.append(None)
                 extra_acc.append(acc)
@@ -336,7 +346,7 @@ class Composer:
                         targets = {t for t in col if t >= 0}
                         union: set = set()
                         for t in targets:
-                            union |= closure_of.get(t, {t})
+                            union |= closure(t)
                         new = id_of(frozenset(union), bool(fin[list(targets)].any()))
                         row[multi[inverse == g]] = new
             if j < total:
@@ -346,8 +356,7 @@ class Composer:
         if rows_for:
             keys = np.fromiter(rows_for.keys(), dtype=np.int64, count=len(rows_for))
             trans[keys] = np.stack(list(rows_for.values()))
-        for qs, rows in merged:
-            trans[qs] = rows
+        trans[merged[0]] = merged[1]
         accepting = fin.copy()
         if extra_rows:
             trans = np.concatenate([trans, np.stack(extra_rows)])

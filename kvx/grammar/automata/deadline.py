@@ -28,6 +28,10 @@ class Deadline:
 _ACTIVE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("kvx_grammar_deadline", default=None)
 
 
+def active() -> Deadline | None:
+    return _ACTIVE.get()
+
+
 def check() -> None:
     """Raise TooLarge if the active deadline (if any) has passed."""
     deadline = _ACTIVE.get()

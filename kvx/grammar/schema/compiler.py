@@ -16,7 +16,7 @@ from kvx.grammar.schema.refs import DIALECTS
 from kvx.grammar.schema.rules import Options, RuleBuilder
 
 WHITESPACE_MODES = ("compact", "flexible")
-DEADLINE_S = 1.0
+DEADLINE_S = 0.8  # seconds: refused within 1 s, with room for the refusal itself
 
 
 @dataclass
@@ -50,7 +50,8 @@ def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, len
 
     Raises UnsupportedSchema (one line, naming keyword and JSON pointer) for invalid schemas,
     keywords the automaton cannot enforce (unless `lenient`), automata over `max_states` states per
-    rule, and compiles that run past `deadline` (default: DEADLINE_S seconds from now)."""
+    rule, and compiles that run past `deadline` (default: the caller's active one, else DEADLINE_S
+    seconds from now)."""
     if whitespace not in WHITESPACE_MODES:
         raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {whitespace!r}")
     if max_ws < 0:
@@ -59,7 +60,7 @@ def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, len
     gc_was_enabled = gc.isenabled()
     gc.disable()  # the build allocates many short-lived containers: collections would rescan them all
     try:
-        with deadlines.within(deadline or deadlines.Deadline(DEADLINE_S)):
+        with deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
             return _compile(schema, Options(whitespace, max_ws, lenient, max_states), t0)
     finally:
         if gc_was_enabled:

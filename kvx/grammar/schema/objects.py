@@ -204,7 +204,9 @@ class ObjectBody(Body):
                     raise UnsupportedSchema(f"unsupported keyword 'propertyNames' at {where} (enum/const names)",
                                             "propertyNames", where)
             else:
-                bodies.append(self.s.scalars.string_body(pieces))
+                spec = self.s.scalars.string_spec(pieces)
+                if spec is not None:
+                    bodies.append(self.s.scalars.string_body(spec))
         return fast_compile(ra.alt(*bodies), self.s.scalars.max_states) if bodies else None
 
 

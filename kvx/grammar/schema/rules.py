@@ -24,8 +24,12 @@ from kvx.grammar.schema.arrays import ArrayBody
 from kvx.grammar.schema.keywords import TYPES, Notes
 from kvx.grammar.schema.objects import ObjectBody
 from kvx.grammar.schema.refs import Document
-from kvx.grammar.schema.scalars import Scalars
+from kvx.grammar.schema import strings
+from kvx.grammar.schema.scalars import Scalars, StringSpec
 from kvx.grammar.schema.values import dumps, json_equal
+
+
+_STRING_RULES: dict[tuple, object] = {}  # (string specs, max_states) -> composed body, per process
 
 
 @dataclass(frozen=True)
@@ -50,11 +54,17 @@ class RuleBuilder:
         self._todo: list[tuple[int, str, tuple, tuple]] = []
         self._where: list[str] = [""]  # rule id -> a pointer that names it in messages
         self._composer = Composer(options.max_states)  # one for all rules: a slot used twice is built once
+        self._strings: dict[int, tuple] = {}  # string rules to build: rule id -> their StringSpecs
 
     # ---- entry ------------------------------------------------------------------------------
     def program(self) -> Program | None:
         bodies = [self._compile(ra.seq(self.ws, self.value(("",), self.apps.applicable(("",))), self.ws), "")]
-        while self._todo:
+        while self._todo or self._strings:
+            if not self._todo:
+                rid, specs = self._strings.popitem()
+                bodies += [None] * (rid + 1 - len(bodies))
+                bodies[rid] = self._string_rule(specs)
+                continue
             rid, kind, alts, context = self._todo.pop()
             bodies += [None] * (rid + 1 - len(bodies))
             body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build() for alt in alts))
@@ -99,20 +109,46 @@ class RuleBuilder:
         return hit
 
     def _slot(self, pointers: tuple, context: tuple) -> ra.Node:
-        scalars, objects, arrays = [], [], []
+        scalars, texts, objects, arrays = [], [], [], []
         for alt in self.alternatives(pointers):
-            node, types = self._alternative(alt)
+            node, types, text = self._alternative(alt)
             scalars.append(node)
+            if text is not None:
+                texts.append(text)
             if "object" in types:
                 objects.append(alt)
             if "array" in types:
                 arrays.append(alt)
         parts = scalars
+        if texts:
+            parts.append(self._string_call(tuple(dict.fromkeys(texts))))
         if objects:
             parts.append(self._call("object", tuple(objects), context))
         if arrays:
             parts.append(self._call("array", tuple(arrays), context))
         return ra.alt(*parts)
+
+    def _string_call(self, specs: tuple) -> ra.Node:
+        """Strings are frames too: one rule per set of string constraints, its body compiled once
+        per process (a `format: uri` string is thousands of states, the same in every schema)."""
+        key = ("string", specs)
+        rid = self._rules.get(key)
+        if rid is None:
+            rid = self._rules[key] = len(self._where)
+            self._where.append("")
+            self._strings[rid] = specs
+        return call_symbol(rid)
+
+    def _string_rule(self, specs: tuple):
+        key = (specs, self.opt.max_states)
+        hit = _STRING_RULES.get(key)
+        if hit is None:
+            body = ra.alt(*(strings.quoted(self.scalars.string_body(spec)) for spec in specs))
+            hit = self._compile(body, "")
+            if len(_STRING_RULES) > 4096:
+                _STRING_RULES.clear()
+            _STRING_RULES[key] = hit
+        return hit
 
     def _call(self, kind: str, alts: tuple, context: tuple) -> ra.Node:
         key = (kind, alts, context)
@@ -124,8 +160,9 @@ class RuleBuilder:
         return call_symbol(rid)
 
     # ---- one alternative --------------------------------------------------------------------
-    def _alternative(self, alt: Alternative) -> tuple[ra.Node, set]:
-        """(inline language of the scalar types, container types the alternative allows)."""
+    def _alternative(self, alt: Alternative) -> tuple[ra.Node, set, StringSpec | None]:
+        """(inline language of null, booleans, numbers and enum members, container types the
+        alternative allows, its string constraints if it allows strings)."""
         pieces = [(p.ptr, self.doc.at(p.ptr)) for p in alt]
         for ptr, node in pieces:
             self.notes.check_keywords(ptr, node)
@@ -143,7 +180,7 @@ class RuleBuilder:
                         raise UnsupportedSchema(f"invalid schema: 'enum' must be an array at {where}", "enum", where)
                     values = vals if values is None else [v for v in values if any(json_equal(v, w) for w in vals)]
         if values is not None:
-            return self._enum(values, pieces), set()
+            return self._enum(values, pieces), set(), None
         self._check_exclusions(pieces, types)
         parts = []
         excluded = [v for _, node in pieces for v in node.get("kvx:exclude", [])]
@@ -153,9 +190,8 @@ class RuleBuilder:
             parts += [ra.lit(dumps(b)) for b in (True, False) if not any(json_equal(b, v) for v in excluded)]
         if "integer" in types:
             parts.append(self.scalars.number(pieces, integer="number" not in types))
-        if "string" in types:
-            parts.append(self.scalars.string(pieces))
-        return ra.alt(*parts), types & {"object", "array"}
+        text = self.scalars.string_spec(pieces) if "string" in types else None
+        return ra.alt(*parts), types & {"object", "array"}, text
 
     def _types(self, node: dict, ptr: str) -> set:
         t = node["type"]

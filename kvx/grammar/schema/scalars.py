@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from decimal import Decimal
 
 from kvx.grammar.automata import regex_ast as ra
@@ -17,6 +18,19 @@ from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, Notes
 from kvx.grammar.schema.values import json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
+
+
+@dataclass(frozen=True)
+class StringSpec:
+    """The constraints on one string value, without their places: the key of a shared string rule."""
+
+    lo: int
+    hi: int | None
+    patterns: tuple
+    formats: tuple
+    not_patterns: tuple
+    not_formats: tuple
+    excluded: tuple  # string values (negated enum/const)
 FRACTIONAL = ra.seq(ra.opt(ra.lit("-")), numbers.UINT, ra.lit("."), ra.star(numbers.DIGIT), numbers.NONZERO,
                     ra.star(numbers.DIGIT))
 
@@ -187,14 +201,11 @@ class Scalars:
         return ra.Embed(d)
 
     # ---- strings ----------------------------------------------------------------------------
-    def string(self, pieces: list) -> ra.Node:
-        body = self.string_body(pieces)
-        return ra.NOTHING if ra.is_nothing(body) else strings.quoted(body)
-
-    def string_body(self, pieces: list) -> ra.Node:
-        """What may stand between the quotes: every piece's lengths, patterns and formats at once."""
+    def string_spec(self, pieces: list) -> StringSpec | None:
+        """Every piece's lengths, patterns and formats at once (None: no string fits). Patterns are
+        parsed here, so a bad one is refused naming its place."""
         lo, hi = 0, None
-        dfas, minus, excluded = [], [], []
+        patterns, formats, not_patterns, not_formats, excluded = [], [], [], [], []
         for ptr, node in pieces:
             where = self.where(ptr)
             lo = max(lo, count_keyword(node, "minLength", where, 0))
@@ -202,19 +213,31 @@ class Scalars:
             if m is not None:
                 hi = m if hi is None else min(hi, m)
             if "pattern" in node:
-                dfas.append(self._pattern(node["pattern"], ptr))
-            if "format" in node:
-                d = self._format(node["format"], ptr)
-                if d is not False:
-                    dfas.append(d)
-            minus += [self._pattern(p, ptr) for p in node.get("kvx:notPattern", [])]
-            if "kvx:notFormat" in node:
-                d = self._format(node["kvx:notFormat"], ptr)
-                if d is not False:
-                    minus.append(d)
+                self._pattern(node["pattern"], ptr)
+                patterns.append(node["pattern"])
+            if "format" in node and self._format(node["format"], ptr) is not False:
+                formats.append(node["format"])
+            for p in node.get("kvx:notPattern", []):
+                self._pattern(p, ptr)
+                not_patterns.append(p)
+            if "kvx:notFormat" in node and self._format(node["kvx:notFormat"], ptr) is not False:
+                not_formats.append(node["kvx:notFormat"])
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
         if hi is not None and hi < lo:
-            return ra.NOTHING
+            return None
+        order = lambda xs: tuple(sorted(set(xs)))
+        return StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
+                          order(excluded))
+
+    def string_body(self, spec: StringSpec) -> ra.Node:
+        """What may stand between the quotes under `spec` (in any JSON spelling of each character)."""
+        from kvx.grammar.schema.formats import format_dfa
+        from kvx.grammar.schema.regex_parse import pattern_dfa
+
+        lo, hi, excluded = spec.lo, spec.hi, list(spec.excluded)
+        pattern = lambda p: pattern_dfa(p, "pattern", self.max_states)
+        dfas = [pattern(p) for p in spec.patterns] + [format_dfa(f) for f in spec.formats]
+        minus = [pattern(p) for p in spec.not_patterns] + [format_dfa(f) for f in spec.not_formats]
         if excluded:
             spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in v)) for v in excluded))
             minus.append(fast_compile(spelled, self.max_states))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata.cdfa import neighbours
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.vocab import TokenVocab
@@ -53,6 +54,7 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     dist = np.full(n, INF, dtype=np.int32)
     pending: dict[int, list] = {0: [np.flatnonzero(program.final)]}
     while pending:
+        deadline.check()
         level = min(pending)
         frontier = np.unique(np.concatenate(pending.pop(level)))
         frontier = frontier[dist[frontier] == INF]
