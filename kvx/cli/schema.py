@@ -57,7 +57,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         print(json.dumps(report))
         return 0
     print(f"supported: yes ({schema_path})")
-    print(f"DFA states: {report['dfa_states']}")
+    print(f"automaton: {report['dfa_states']} states in {report['rules']} rules")
     print(f"compile time: {report['compile_ms']:.1f} ms (+ {report['tokenizer_prep_ms']:.0f} ms one-time tokenizer tables)")
     print(f"first mask: {report['first_mask_ms']:.2f} ms")
     for w in report["warnings"]:

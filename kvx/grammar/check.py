@@ -14,7 +14,7 @@ def schema_report(schema: dict, tokenizer) -> dict:
     return {
         "supported": True,
         "dfa_states": grammar.program.num_states,
-        "rules": grammar.program.num_rules,
+        "rules": grammar.program.live_rules,
         "compile_ms": round(grammar.stats.compile_ms, 3),  # the per-schema cost
         "tokenizer_prep_ms": round(grammar.stats.tokenizer_prep_ms, 3),  # once per tokenizer and process
         "first_mask_ms": round((time.perf_counter() - t1) * 1e3, 3),

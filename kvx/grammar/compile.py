@@ -103,7 +103,7 @@ def compile_schema(
     else:
         program, dist, warnings, post_checks = loaded
         pda = TokenPDA(program, vocab, byte_dist=dist, max_depth=max_depth)
-    stats = CompileStats(dfa_states=program.num_states, rules=program.num_rules,
+    stats = CompileStats(dfa_states=program.num_states, rules=program.live_rules,
                          compile_ms=(time.perf_counter() - t1) * 1e3, tokenizer_prep_ms=prep_ms,
                          from_cache=loaded is not None)
     return Grammar(program, vocab, pda, warnings, post_checks, stats)

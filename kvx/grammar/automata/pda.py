@@ -60,6 +60,11 @@ class Program:
         return int(self.rule_start.shape[0])
 
     @property
+    def live_rules(self) -> int:
+        """Rules the document can reach (ids of the others are kept, with start -1)."""
+        return int((self.rule_start >= 0).sum())
+
+    @property
     def start(self) -> int:
         return int(self.rule_start[0])
 
@@ -135,7 +140,7 @@ def _body(c: CDFA) -> _Body:
     the states that only spelled them."""
     table = c.trans.astype(np.int32, copy=True)
     call = int(c.cob[CALL_BYTE])  # a class of its own when there are calls: no real byte moves with it
-    bytes_of = [np.flatnonzero(c.cob == k).tolist() for k in range(table.shape[1])]
+    bytes_of = lambda k: np.flatnonzero(c.cob == k).tolist()
     edges, spelling = [], set()
     for s in np.flatnonzero(table[:, call] >= 0).tolist():
         m1 = int(table[s, call])
@@ -145,7 +150,7 @@ def _body(c: CDFA) -> _Body:
             spelling.add(m2)
             for k2 in np.flatnonzero(table[m2] >= 0).tolist():
                 ret = int(table[m2, k2])
-                edges += [(s, hi * 255 + lo, ret) for hi in bytes_of[k1] for lo in bytes_of[k2]]
+                edges += [(s, hi * 255 + lo, ret) for hi in bytes_of(k1) for lo in bytes_of(k2)]
     body = _Body(table, c.accepting.astype(bool), int(c.start), c.cob.astype(np.int64),
                  np.array(edges, dtype=np.int64).reshape(-1, 3))
     if spelling:

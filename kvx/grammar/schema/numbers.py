@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Callable, Optional
 
 from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.determinize import compile_node
 from kvx.grammar.automata.dfa import DFA
 
 DIGIT = ra.byte_range(0x30, 0x39)
@@ -65,6 +66,8 @@ def uint_range(lo: int, hi: Optional[int]) -> ra.Node:
 
 def int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
     """Canonical integers in [lo, hi] (None = unbounded on that side)."""
+    if lo is None and hi is None:
+        return ANY_INTEGER
     parts = []
     if hi is None or hi >= 0:
         parts.append(uint_range(max(lo, 0) if lo is not None else 0, hi))
@@ -81,8 +84,8 @@ def int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
 FRACTION = ra.opt(ra.seq(ra.lit("."), ra.plus(DIGIT)))
 EXPONENT = ra.seq(ra.chars("eE"), ra.opt(ra.chars("+-")), ra.plus(DIGIT))
 UINT = ra.alt(ra.lit("0"), ra.seq(NONZERO, ra.star(DIGIT)))
-ANY_NUMBER = ra.seq(ra.opt(ra.lit("-")), UINT, FRACTION, ra.opt(EXPONENT))
-ANY_INTEGER = ra.seq(ra.opt(ra.lit("-")), UINT)
+ANY_NUMBER = ra.Embed(compile_node(ra.seq(ra.opt(ra.lit("-")), UINT, FRACTION, ra.opt(EXPONENT))))  # built once
+ANY_INTEGER = ra.Embed(compile_node(ra.alt(ra.lit("0"), ra.seq(ra.opt(ra.lit("-")), NONZERO, ra.star(DIGIT)))))  # no -0
 
 
 def _split(m: Decimal) -> tuple[int, str]:

@@ -70,6 +70,7 @@ class Document:
         self.resources: dict[str, str] = {}  # absolute URI (no fragment) -> pointer
         self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
         self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
+        self._at: dict[str, tuple] = {}
         self._index(root, "", "")
 
     def _index(self, node, pointer: str, base: str) -> None:
@@ -103,6 +104,12 @@ class Document:
         return pointer
 
     def at(self, pointer: str):
+        hit = self._at.get(pointer)
+        if hit is None:
+            hit = self._at[pointer] = (self._lookup(pointer),)
+        return hit[0]
+
+    def _lookup(self, pointer: str):
         node = self.root
         tokens = pointer.split("/")
         if pointer.startswith("!"):

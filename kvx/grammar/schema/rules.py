@@ -30,6 +30,11 @@ from kvx.grammar.schema.values import dumps, json_equal
 
 
 _STRING_RULES: dict[tuple, object] = {}  # (string specs, max_states) -> composed body, per process
+# the rules of "any value" (`{}`, `true`, unconstrained items and extras) have fixed ids, so their
+# bodies (which call each other) are composed once per process and options
+ANY_STRING = StringSpec(0, None, (), (), (), (), ())
+GENERIC_RULES = {("string", (ANY_STRING,)): 1, ("object", ((),), ()): 2, ("array", ((),), ()): 3}
+_GENERIC_BODIES: dict[tuple, object] = {}
 
 
 @dataclass(frozen=True)
@@ -50,9 +55,10 @@ class RuleBuilder:
         flexible = options.whitespace == "flexible"
         self.ws = ra.rep(ra.chars(" \t\n\r"), 0, options.max_ws) if flexible else ra.EMPTY
         self._values: dict[tuple, ra.Node] = {}
-        self._rules: dict[tuple, int] = {}
+        self._rules: dict[tuple, int] = dict(GENERIC_RULES)
+        self._scheduled: set[int] = set()
         self._todo: list[tuple[int, str, tuple, tuple]] = []
-        self._where: list[str] = [""]  # rule id -> a pointer that names it in messages
+        self._where: list[str] = [""] * (1 + len(GENERIC_RULES))  # rule id -> a pointer naming it in messages
         self._composer = Composer(options.max_states)  # one for all rules: a slot used twice is built once
         self._strings: dict[int, tuple] = {}  # string rules to build: rule id -> their StringSpecs
 
@@ -67,8 +73,14 @@ class RuleBuilder:
                 continue
             rid, kind, alts, context = self._todo.pop()
             bodies += [None] * (rid + 1 - len(bodies))
-            body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build() for alt in alts))
-            bodies[rid] = self._compile(body, self._where[rid])
+            generic = (rid, self.opt) if rid in GENERIC_RULES.values() else None
+            bodies[rid] = _GENERIC_BODIES.get(generic)
+            if bodies[rid] is None:
+                body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build()
+                                for alt in alts))
+                bodies[rid] = self._compile(body, self._where[rid])
+                if generic:
+                    _GENERIC_BODIES[generic] = bodies[rid]
         return link(bodies)
 
     def _compile(self, node: ra.Node, where: str):
@@ -136,6 +148,8 @@ class RuleBuilder:
         if rid is None:
             rid = self._rules[key] = len(self._where)
             self._where.append("")
+        if rid not in self._scheduled:
+            self._scheduled.add(rid)
             self._strings[rid] = specs
         return call_symbol(rid)
 
@@ -156,6 +170,8 @@ class RuleBuilder:
         if rid is None:
             rid = self._rules[key] = len(self._where)
             self._where.append(alts[0][0].ptr if alts[0] else "")
+        if rid not in self._scheduled:
+            self._scheduled.add(rid)
             self._todo.append((rid, kind, alts, context))
         return call_symbol(rid)
 
