@@ -88,9 +88,9 @@ def compile_schema(
     path = _cache.cache_path(schema, options, vocab) if cache else None
     loaded = _cache.load(path) if path is not None else None
     if loaded is None:
-        from kvx.grammar.schema.compiler import DEADLINE_S, compile_program
+        from kvx.grammar.schema.compiler import DEADLINE_S, compile_program, paused_gc
 
-        with deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
+        with paused_gc(), deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
             compiled = compile_program(schema, whitespace=whitespace, max_ws=max_ws, lenient=lenient)
             program = compiled.program
             try:

@@ -14,6 +14,20 @@ def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
     assert report["compile_ms"] > 0 and report["first_mask_ms"] > 0
 
 
+def test_post_checked_keywords_are_said(capsys, tmp_path, monkeypatch):
+    """oneOf is generated as anyOf and uniqueItems is left to jsonschema: check says both."""
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    path = tmp_path / "union.json"
+    path.write_text(json.dumps({"type": "object", "properties": {
+        "pet": {"oneOf": [{"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]},
+                          {"type": "object", "properties": {"kind": {"const": "dog"}}, "required": ["kind"]}]},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}))
+    assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer()) == 0
+    out = capsys.readouterr().out
+    assert "checked after generation: /properties/pet/oneOf, /properties/tags/uniqueItems" in out
+    assert "exactly one branch holds" in out and "states in" in out
+
+
 def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
     cases = {
         "unique.json": {"type": "array", "items": {"not": {"uniqueItems": True}}},

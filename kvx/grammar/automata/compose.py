@@ -116,6 +116,8 @@ class Composer:
             return count - 1
 
         while stack:
+            if len(out) % 4096 == 0:
+                deadline.check()
             a, b, label = stack.pop()
             if label is None or self._is_leaf(label):
                 out.append((a, b, label))
@@ -187,6 +189,8 @@ class Composer:
         node_row = np.full((len(nodes), k), -1, dtype=np.int32)
         node_live = np.zeros((len(nodes), k), dtype=np.int64)
         for i, e in enumerate(entries):
+            if i % 256 == 0:
+                deadline.check()
             if e:
                 rows = trans[e]
                 node_live[i] = (rows >= 0).sum(axis=0)
@@ -248,7 +252,9 @@ class Composer:
         changed = True
         while changed:  # fixpoint; reverse order converges in one or two passes on chains
             changed = False
-            for u in with_succ:
+            for i, u in enumerate(with_succ):
+                if i % 4096 == 0:
+                    deadline.check()
                 e, f = ebits[u], fbits[u]
                 for w in succ[u]:
                     e |= ebits[w]
@@ -258,15 +264,17 @@ class Composer:
                     changed = True
         closure_memo: dict[int, tuple] = {}
 
+        starts_a = np.array(starts, dtype=np.int64)
+        n_bytes = (len(copies) + 7) // 8
+
         def node_closure(v: int) -> tuple:
             hit = closure_memo.get(v)
             if hit is None:
-                bits, entry = ebits[v], []
-                while bits:
-                    low = bits & -bits
-                    entry.append(starts[low.bit_length() - 1])
-                    bits ^= low
-                hit = closure_memo[v] = (frozenset(entry), fbits[v])
+                if len(closure_memo) % 256 == 0:
+                    deadline.check()
+                bits = np.unpackbits(np.frombuffer(ebits[v].to_bytes(n_bytes, "little"), dtype=np.uint8),
+                                     bitorder="little")  # which copies leave X(v), at numpy speed
+                hit = closure_memo[v] = (frozenset(starts_a[np.flatnonzero(bits)].tolist()), fbits[v])
             return hit
 
         if total == 0:
@@ -328,8 +336,10 @@ class Composer:
             return empty_word() if final0 else None
         start = id_of(entry0, final0 or bool(fin[list(entry0)].any()))
         rows_for: dict[int, np.ndarray] = {}
+        done = 0
         while todo:
-            if len(todo) % 64 == 0:
+            done += 1
+            if done % 64 == 0:
                 deadline.check()
             j, members = todo.pop()
             sub = trans[sorted(members)]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import CDFA, reach, row_groups
 from kvx.grammar.automata.dfa import DFA
@@ -31,6 +32,7 @@ from kvx.grammar.errors import TooLarge
 
 CALL_BYTE = 0xFF  # not a UTF-8 byte: cannot clash with any JSON text
 MAX_RULES = 255 * 255
+MAX_STATES = 400_000  # all rules together (the token layer keeps a [states, 256] table)
 
 
 def call_symbol(rule: int) -> ra.Node:
@@ -178,7 +180,12 @@ def link(composed: list[CDFA | None]) -> Program | None:
     """One Program from the composed rule bodies (index = rule id, 0 = the document; None = a rule
     with no word). Calls of rules that cannot complete are cut, with every state that needed them;
     rules the document never reaches are dropped. None if the document itself cannot complete."""
-    bodies = [None if d is None else _body(d) for d in composed]
+    if sum(d.num_states for d in composed if d is not None) > MAX_STATES:
+        raise TooLarge(f"more than {MAX_STATES} states in all rules")
+    bodies = []
+    for d in composed:
+        deadline.check()
+        bodies.append(None if d is None else _body(d))
     n_rules = len(bodies)
     for b in bodies:
         if b is not None:
@@ -190,6 +197,7 @@ def link(composed: list[CDFA | None]) -> Program | None:
         if b is not None and ok[r] and not ok[b.edges[:, 1]].all():
             bodies[r] = _cut(b, ok)
     used = _called_from_root(bodies, ok)
+    deadline.check()
     return _concatenate([b if used[r] else None for r, b in enumerate(bodies)])
 
 

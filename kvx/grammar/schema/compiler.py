@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import jsonschema
@@ -16,7 +17,7 @@ from kvx.grammar.schema.refs import DIALECTS
 from kvx.grammar.schema.rules import Options, RuleBuilder
 
 WHITESPACE_MODES = ("compact", "flexible")
-DEADLINE_S = 0.8  # seconds: refused within 1 s, with room for the refusal itself
+DEADLINE_S = 0.7  # seconds: refused within 1 s, with room for the refusal itself (and a GC pass)
 
 
 @dataclass
@@ -57,13 +58,19 @@ def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, len
     if max_ws < 0:
         raise UnsupportedSchema("max_ws must be >= 0")
     t0 = time.perf_counter()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the build allocates many short-lived containers: collections would rescan them all
+    with paused_gc(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
+        return _compile(schema, Options(whitespace, max_ws, lenient, max_states), t0)
+
+
+@contextmanager
+def paused_gc():
+    """The build allocates many short-lived containers: collections would rescan them all."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        with deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
-            return _compile(schema, Options(whitespace, max_ws, lenient, max_states), t0)
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.budget import INF, TokenDistances, byte_distances
 from kvx.grammar.tokens.token_walk import Boundary, token_matrix, walk_all_tokens
@@ -53,6 +54,8 @@ def boundary_of(program: Program) -> Boundary:
     row[states] = np.arange(len(states))
     table = np.zeros((len(states), 256), dtype=bool)
     for k, s in enumerate(states.tolist()):
+        if k % 1024 == 0:
+            deadline.check()
         if pops[s]:
             table[k] = True
             continue
