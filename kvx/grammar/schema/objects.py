@@ -199,15 +199,28 @@ class ObjectBody(Body):
                 self.s.notes.check_keywords(piece_ptr, node)
                 if "type" in node and "string" not in ([node["type"]] if isinstance(node["type"], str) else node["type"]):
                     break
-                if "enum" in node or "const" in node:
-                    where = self.s.notes.where(piece_ptr)
-                    raise UnsupportedSchema(f"unsupported keyword 'propertyNames' at {where} (enum/const names)",
-                                            "propertyNames", where)
             else:
+                listed = _enum_strings(pieces)
+                if listed is not None:  # the listed names that pass the rest, in every spelling
+                    names = [n for n in listed if all(self.s.scalars.valid(n, p, node) for p, node in pieces)]
+                    bodies += [ra.seq(*(strings.json_char(cs.of(c)) for c in n)) for n in names]
+                    continue
                 spec = self.s.scalars.string_spec(pieces)
                 if spec is not None:
                     bodies.append(self.s.scalars.string_body(spec))
         return fast_compile(ra.alt(*bodies), self.s.scalars.max_states) if bodies else None
+
+
+def _enum_strings(pieces: list) -> list | None:
+    """The string members every enum/const of the pieces allows (None: no piece lists any)."""
+    out = None
+    for _, node in pieces:
+        for kw in ("enum", "const"):
+            if kw in node:
+                vals = [node["const"]] if kw == "const" else node["enum"]
+                vals = [v for v in vals if isinstance(v, str)]
+                out = vals if out is None else [v for v in out if v in vals]
+    return out
 
 
 _ANY_KEY: list = []
