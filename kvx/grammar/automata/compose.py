@@ -230,7 +230,7 @@ class Composer:
         for _, _, d in copies:
             offsets.append(total)
             total += d.num_states
-        if total > 8 * self.max_states:
+        if total > 2 * self.max_states:  # the result keeps nearly every copy state: over the cap anyway
             raise TooLarge(f"more than {self.max_states} DFA states")
         out_edges = [[] for _ in range(num_nodes)]
         for k, (a, _, _) in enumerate(copies):
