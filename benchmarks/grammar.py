@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO / "tests" / "grammar"))
 from grammar_fixtures import smol_tokenizer  # noqa: E402
 
 from kvx.grammar import compile_schema  # noqa: E402
-from kvx.grammar.vocab import vocab_for  # noqa: E402
+from kvx.grammar.tokens.vocab import vocab_for  # noqa: E402
 
 def _pct(xs, q):
     return float(np.percentile(np.array(xs) * 1e6, q)) if xs else float("nan")
@@ -82,7 +82,7 @@ def compile_kvx(schema, tok):
     t = time.perf_counter()
     grammar = compile_schema(schema, tok)
     cached = time.perf_counter() - t
-    return grammar, {"compile_ms": cold * 1e3, "cached_compile_ms": cached * 1e3, "states": grammar.dfa.num_states}
+    return grammar, {"compile_ms": cold * 1e3, "cached_compile_ms": cached * 1e3, "states": grammar.program.num_states}
 
 
 def run_kvx(grammar, ids):

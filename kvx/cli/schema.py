@@ -1,7 +1,12 @@
-"""`kvx schema check SCHEMA`: can the grammar enforce this schema, and how big is it?"""
+"""`kvx schema check SCHEMA [--model M] [--json]`: can the grammar enforce this schema, and how fast."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from kvx.errors import KvxError
 
 schema_app = typer.Typer(help="Work with JSON Schemas.", no_args_is_help=True, add_completion=False)
 
@@ -14,7 +19,71 @@ def check(
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
     from kvx.cli.validation import load_schema
-    from kvx.grammar.check import run_schema_check
 
     load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json))
+
+
+def _load_tokenizer(model_spec: str | None):
+    from kvx.models import load_tokenizer
+
+    return load_tokenizer(model_spec)
+
+
+def _read_schema(schema_path: str) -> dict:
+    path = Path(schema_path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is not part of the schema
+    except OSError as err:
+        raise KvxError(f"{schema_path}: cannot read schema ({err.strerror})") from None
+    except json.JSONDecodeError as err:
+        raise KvxError(f"{schema_path}:{err.lineno}: invalid JSON ({err.msg})") from None
+
+
+def prompt_report(schema: dict, tokenizer, context: int) -> dict:
+    """The prompt part every record shares (system text + schema description) against the model's
+    context: `kvx extract` refuses to start when it leaves no room for the record."""
+    from kvx.prompts import PromptBuilder, PromptSpec, shared_prompt_problem
+
+    tokens = PromptBuilder(PromptSpec(), schema, tokenizer).shared_prefix_tokens()
+    return dict(prompt_tokens=tokens, context=context, prompt_problem=shared_prompt_problem(tokens, context, True))
+
+
+def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None) -> int:
+    """Print the report (or the one-line reason) and return the exit code: 0 supported, 2 not (or
+    supported, but `kvx extract` would refuse the prompt it makes). With the model's tokenizer loaded
+    here its context is known and the prompt is measured too."""
+    from kvx.grammar.check import schema_report
+
+    context = None
+    try:
+        schema = _read_schema(schema_path)
+        if tokenizer is None:
+            tokenizer = _load_tokenizer(model_spec)
+            context = tokenizer.context_length
+        report = {"schema": schema_path, **schema_report(schema, tokenizer)}
+        if context is not None:
+            report.update(prompt_report(schema, tokenizer, context))
+    except KvxError as err:
+        if as_json:
+            print(json.dumps({"schema": schema_path, "supported": False, "error": str(err)}))
+        else:
+            print(f"unsupported: {err}")
+        return 2
+    code = 2 if report.get("prompt_problem") else 0
+    if as_json:
+        print(json.dumps(report))
+        return code
+    print(f"supported: yes ({schema_path})")
+    print(f"automaton: {report['dfa_states']} states in {report['rules']} rules")
+    print(f"compile time: {report['compile_ms']:.1f} ms (+ {report['tokenizer_prep_ms']:.0f} ms one-time tokenizer tables)")
+    print(f"first mask: {report['first_mask_ms']:.2f} ms")
+    for w in report["warnings"]:
+        print(f"warning: {w}")
+    if report["post_checks"]:
+        print("checked after generation: " + ", ".join(report["post_checks"]))
+    if "prompt_tokens" in report:
+        print(f"prompt: {report['prompt_problem']}" if code else
+              f"prompt: {report['prompt_tokens']:,} tokens shared by every record (system text + schema) "
+              f"of the model's {report['context']:,}")
+    return code

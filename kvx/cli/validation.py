@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
+from jsonschema.validators import validator_for
 
 from kvx.errors import ConfigError
 from kvx.io.json_values import decode_problem, value_problem
@@ -33,7 +34,7 @@ def load_schema(path: str) -> dict:
     if problem:
         raise ConfigError(f"{path}: not a usable schema ({problem})")
     try:
-        Draft202012Validator.check_schema(schema)
+        validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as e:
         raise ConfigError(f"{path}: not a valid JSON Schema ({e.message} at {_pointer(e.absolute_path)})") from None
     return schema
@@ -45,7 +46,8 @@ def _pointer(path) -> str:
 
 class RecordChecker:
     def __init__(self, schema: dict):
-        self.validator = Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+        cls = validator_for(schema, default=Draft202012Validator)  # the dialect its $schema names
+        self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
 
     def problem(self, value: Any) -> str | None:
         """None if `value` matches the schema, else a one-line reason naming the JSON pointer."""

@@ -1,70 +1,109 @@
-"""Public entry of the schema compiler: JSON Schema -> trimmed, minimised byte-level DFA."""
+"""compile_schema: JSON Schema + tokenizer -> Grammar (pushdown program, token tables, budget).
+
+The compiled program and its distances are cached on disk (kvx/grammar/cache.py).
+"""
 from __future__ import annotations
 
-import gc
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-import jsonschema
-
-from kvx.grammar.network import fast_compile
-from kvx.grammar.dfa import DFA
-from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.nfa import TooLarge
-from kvx.grammar.schema_to_regex import Options, SchemaToRegex
-
-WHITESPACE_MODES = ("compact", "flexible")
+from kvx.grammar import cache as _cache
+from kvx.grammar.automata import deadline as deadlines
+from kvx.grammar.automata.pda import Program
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.tokens.budget import token_prefixes
+from kvx.grammar.tokens.matcher import Matcher
+from kvx.grammar.tokens.stacks import MAX_DEPTH, TokenPDA
+from kvx.grammar.tokens.token_walk import token_matrix
+from kvx.grammar.tokens.vocab import TokenVocab, vocab_for
 
 
 @dataclass
-class CompiledSchema:
-    dfa: DFA
-    warnings: list[str] = field(default_factory=list)  # lenient-mode and ignored-keyword notes
-    post_checks: list[str] = field(default_factory=list)  # JSON pointers left to jsonschema after generation
-    states: int = 0
-    build_seconds: float = 0.0
+class CompileStats:
+    dfa_states: int = 0  # states of all rules together
+    rules: int = 0
+    compile_ms: float = 0.0  # program (or cache load) + distances: the per-schema cost
+    tokenizer_prep_ms: float = 0.0  # vocab bytes + token matrix, once per tokenizer per process
+    from_cache: bool = False
 
 
-def _check_valid(schema) -> None:
-    if not isinstance(schema, (dict, bool)):
-        raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
-    try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as err:
-        ptr = "".join(f"/{p}" for p in err.absolute_path)
-        first = str(err.message).splitlines()[0][:200]
-        raise UnsupportedSchema(f"invalid schema: {first} at {ptr or '/'}", None, ptr) from None
+@dataclass
+class Grammar:
+    program: Program
+    vocab: TokenVocab
+    pda: TokenPDA
+    warnings: list[str] = field(default_factory=list)
+    post_checks: list[str] = field(default_factory=list)  # keywords left to the jsonschema check
+    stats: CompileStats = field(default_factory=CompileStats)
+
+    @classmethod
+    def from_program(cls, program: Program, tokenizer, max_depth: int = MAX_DEPTH, **kw) -> "Grammar":
+        vocab = tokenizer if isinstance(tokenizer, TokenVocab) else vocab_for(tokenizer)
+        return cls(program=program, vocab=vocab, pda=TokenPDA(program, vocab, max_depth=max_depth), **kw)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.vocab.vocab_size
+
+    def matcher(self, max_tokens: int | None = None) -> Matcher:
+        return Matcher(self.pda, max_tokens)
+
+    def accepts_text(self, text: str) -> bool:
+        return self.program.accepts(text.encode("utf-8"))
+
+    def first_visit_ms(self) -> list[float]:
+        return [t * 1e3 for t in self.pda.frames.first_visit_s]
 
 
-def compile_dfa(schema: dict, *, whitespace: str = "compact", max_ws: int = 2, max_depth: int = 4,
-                lenient: bool = False, max_states: int = 50_000) -> CompiledSchema:
-    """Compile `schema` to a DFA over the UTF-8 bytes of the JSON text the grammar allows.
+@lru_cache(maxsize=1)
+def _warm_compiler() -> None:
+    """Once per process: imports (jsonschema, the pattern parser, formats)."""
+    from kvx.grammar.schema import formats, regex_parse  # noqa: F401
+    from kvx.grammar.schema.compiler import compile_program  # noqa: F401
 
-    Raises UnsupportedSchema (one line, naming keyword and JSON pointer) for invalid schemas,
-    keywords the automaton cannot enforce (unless `lenient`) and automata over `max_states`."""
-    if whitespace not in WHITESPACE_MODES:
-        raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {whitespace!r}")
-    if max_depth < 1 or max_ws < 0:
-        raise UnsupportedSchema("max_depth must be >= 1 and max_ws >= 0")
+
+def compile_schema(
+    schema: dict,
+    tokenizer,
+    *,
+    whitespace: str = "compact",
+    lenient: bool = False,
+    max_ws: int = 2,
+    max_depth: int = MAX_DEPTH,
+    cache: bool = True,
+) -> Grammar:
+    """Compile `schema` for `tokenizer` (a kvx Tokenizer or a HF tokenizer); raises UnsupportedSchema.
+    `max_depth`: nesting safety limit of generated documents (frames on the stack)."""
     t0 = time.perf_counter()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # the build allocates many short-lived containers: collections would rescan them all
-    try:
-        return _compile(schema, whitespace, max_ws, max_depth, lenient, max_states, t0)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    vocab = vocab_for(tokenizer)
+    token_matrix(vocab)
+    vocab.single_byte_tokens(), vocab.longest
+    token_prefixes(vocab)  # per-tokenizer tables, cached in memory by vocab hash
+    _warm_compiler()
 
+    prep_ms = (time.perf_counter() - t0) * 1e3
+    t1 = time.perf_counter()
+    options = {"whitespace": whitespace, "max_ws": max_ws, "lenient": lenient}
+    path = _cache.cache_path(schema, options, vocab) if cache else None
+    loaded = _cache.load(path) if path is not None else None
+    if loaded is None:
+        from kvx.grammar.schema.compiler import DEADLINE_S, compile_program, paused_gc
 
-def _compile(schema, whitespace, max_ws, max_depth, lenient, max_states, t0) -> CompiledSchema:
-    _check_valid(schema)
-    builder = SchemaToRegex(schema, Options(whitespace, max_ws, max_depth, lenient, max_states))
-    node = builder.document()
-    try:
-        dfa = fast_compile(node, max_states)
-    except TooLarge:
-        raise UnsupportedSchema("schema too large for the automaton at /", None, "") from None
-    if dfa is None:
-        raise UnsupportedSchema(f"schema admits no JSON value (within max_depth={max_depth}) at /", None, "")
-    return CompiledSchema(dfa=dfa, warnings=builder.warnings, post_checks=builder.post_checks,
-                          states=dfa.num_states, build_seconds=time.perf_counter() - t0)
+        with paused_gc(), deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
+            compiled = compile_program(schema, whitespace=whitespace, max_ws=max_ws, lenient=lenient)
+            program = compiled.program
+            try:
+                pda = TokenPDA(program, vocab, max_depth=max_depth)
+            except TooLarge as err:
+                raise UnsupportedSchema(f"schema too large for the automaton at / ({err})", None, "") from None
+        warnings, post_checks = list(compiled.warnings), list(compiled.post_checks)
+        if path is not None:
+            _cache.store(path, program, pda.byte_dist, warnings, post_checks)
+    else:
+        program, dist, warnings, post_checks = loaded
+        pda = TokenPDA(program, vocab, byte_dist=dist, max_depth=max_depth)
+    stats = CompileStats(dfa_states=program.num_states, rules=program.live_rules,
+                         compile_ms=(time.perf_counter() - t1) * 1e3, tokenizer_prep_ms=prep_ms,
+                         from_cache=loaded is not None)
+    return Grammar(program, vocab, pda, warnings, post_checks, stats)

@@ -2,6 +2,11 @@
 from kvx.errors import KvxError
 
 
+class TooLarge(Exception):
+    """An automaton grew past its cap (or the compile ran past its deadline); the compiler turns it
+    into UnsupportedSchema naming the place."""
+
+
 class UnsupportedSchema(KvxError):
     """The schema uses a keyword the automaton cannot enforce (or is itself invalid)."""
 

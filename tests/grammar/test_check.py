@@ -3,7 +3,7 @@ import json
 
 from grammar_fixtures import REPO, smol_tokenizer
 
-from kvx.grammar.check import run_schema_check
+from kvx.cli.schema import run_schema_check
 
 
 def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
@@ -14,9 +14,23 @@ def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
     assert report["compile_ms"] > 0 and report["first_mask_ms"] > 0
 
 
+def test_post_checked_keywords_are_said(capsys, tmp_path, monkeypatch):
+    """oneOf is generated as anyOf and uniqueItems is left to jsonschema: check says both."""
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    path = tmp_path / "union.json"
+    path.write_text(json.dumps({"type": "object", "properties": {
+        "pet": {"oneOf": [{"type": "object", "properties": {"kind": {"const": "cat"}}, "required": ["kind"]},
+                          {"type": "object", "properties": {"kind": {"const": "dog"}}, "required": ["kind"]}]},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}))
+    assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer()) == 0
+    out = capsys.readouterr().out
+    assert "checked after generation: /properties/pet/oneOf, /properties/tags/uniqueItems" in out
+    assert "exactly one branch holds" in out and "states in" in out
+
+
 def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
     cases = {
-        "unique.json": {"type": "array", "uniqueItems": True},
+        "unique.json": {"type": "array", "items": {"not": {"uniqueItems": True}}},
         "invalid.json": {"type": "objekt"},
     }
     for name, schema in cases.items():
@@ -25,7 +39,7 @@ def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
         assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer()) == 2
         out = capsys.readouterr().out.strip()
         assert out.startswith("unsupported:") and "\n" not in out
-    assert "uniqueItems" in run_and_capture(capsys, tmp_path / "unique.json")
+    assert "'not'" in run_and_capture(capsys, tmp_path / "unique.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"type":\n "object",,}')
     assert run_schema_check(str(bad), None, False, tokenizer=smol_tokenizer()) == 2

@@ -1,4 +1,4 @@
-"""Unit tests of the schema -> DFA compiler, each against an independent reference
+"""Unit tests of the schema compiler's automata, each against an independent reference
 (Python's re, int/Decimal comparison, json.dumps, jsonschema)."""
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import jsonschema
 import numpy as np
 import pytest
 
-from kvx.grammar import numbers, strings
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.compile import compile_dfa
-from kvx.grammar.determinize import compile_node, minimise, subset_construction, trim
+from kvx.grammar.schema import numbers, strings
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.schema.compiler import compile_program
+from kvx.grammar.automata.determinize import compile_node, minimise, subset_construction, trim
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.nfa import build_nfa
-from kvx.grammar.regex_parse import pattern_ast
+from kvx.grammar.automata.nfa import build_nfa
+from kvx.grammar.schema.regex_parse import pattern_ast
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -42,7 +42,7 @@ def test_pattern_matches_python_re(pattern):
 @pytest.mark.parametrize("pattern", [r"(?=a)", r"(a)\1", r"\bfoo", r"a(?!b)", r"\p{L}"])
 def test_pattern_unsupported_features(pattern):
     with pytest.raises(UnsupportedSchema, match="pattern"):
-        compile_dfa({"type": "string", "pattern": pattern})
+        compile_program({"type": "string", "pattern": pattern})
 
 
 @pytest.mark.parametrize("lo,hi", [(None, None), (0, 0), (-5, 7), (13, 987), (-1000, -99), (100, None),
@@ -59,7 +59,7 @@ def test_integer_ranges_exhaustive(lo, hi):
                                       ("exclusiveMaximum", "3"), ("minimum", "-2.05"), ("maximum", "0")])
 def test_decimal_bounds(kw, bound):
     schema = {"type": "number", kw: float(bound) if "." in bound else int(bound)}
-    dfa = compile_dfa(schema).dfa
+    dfa = compile_program(schema).program
     b = Decimal(bound)
     rng = random.Random(kw + bound)
     for _ in range(3000):
@@ -72,12 +72,12 @@ def test_decimal_bounds(kw, bound):
 
 
 def test_integer_bounds_from_fractional_limits():
-    dfa = compile_dfa({"type": "integer", "minimum": 1.5, "exclusiveMaximum": 4}).dfa
+    dfa = compile_program({"type": "integer", "minimum": 1.5, "exclusiveMaximum": 4}).program
     assert [v for v in range(-3, 8) if dfa.accepts(str(v).encode())] == [2, 3]
 
 
 def test_string_length_counts_characters():
-    dfa = compile_dfa({"type": "string", "minLength": 2, "maxLength": 3}).dfa
+    dfa = compile_program({"type": "string", "minLength": 2, "maxLength": 3}).program
     samples = ["a", "ab", "abc", "abcd", "é😀", "\n\"", "a\\b", "\u0001xy", "😀😀😀😀", "\u2028"]
     for s in samples:
         for text in (json.dumps(s), json.dumps(s, ensure_ascii=False)):
@@ -101,7 +101,7 @@ FORMAT_SAMPLES = {
 
 @pytest.mark.parametrize("fmt", sorted(FORMAT_SAMPLES))
 def test_formats(fmt):
-    dfa = compile_dfa({"type": "string", "format": fmt}).dfa
+    dfa = compile_program({"type": "string", "format": fmt}).program
     good, bad = FORMAT_SAMPLES[fmt]
     for s in good:
         assert dfa.accepts(json.dumps(s).encode()), s
@@ -155,22 +155,30 @@ def _run(trans, cob, word):
     return s
 
 
-def test_dfa_invariants_trimmed():
-    dfa = compile_dfa(json.load(open("schemas/ticket.json"))).dfa
-    n = dfa.num_states
-    live = dfa.accepting.copy()
-    for _ in range(n):
-        nxt = live | ((dfa.trans >= 0) & live[np.maximum(dfa.trans, 0)]).any(axis=1)
-        if (nxt == live).all():
-            break
-        live = nxt
-    assert live.all()
+RECURSIVE = {"$defs": {"n": {"type": "object", "properties": {"k": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
+                             "additionalProperties": False}}, "$ref": "#/$defs/n"}
+
+
+@pytest.mark.parametrize("schema", [json.load(open("schemas/ticket.json")), RECURSIVE, {"type": "array"}],
+                         ids=["ticket", "recursive", "any-array"])
+def test_program_invariants(schema):
+    """Every state can complete its rule (calls counted by their callee), a frame's final state has
+    no way out, every call's callee exists: what the token layer relies on (kvx/grammar/automata/pda.py)."""
+    from kvx.grammar.tokens.budget import INF, byte_distances
+
+    p = compile_program(schema).program
+    dist = byte_distances(p, np.ones(256, dtype=bool))
+    assert (dist < INF).all()
+    pops = p.final & (p.rule_of != 0)
+    assert not (p.trans[pops] >= 0).any() and not np.diff(p.call_ptr)[pops].any()
+    assert (p.rule_start[p.call_rule] >= 0).all() and (p.rule_of[p.call_ret] == p.rule_of[np.repeat(
+        np.arange(p.num_states), np.diff(p.call_ptr))]).all()
 
 
 def test_objects_order_optional_and_extra_keys():
     schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
               "required": ["b"], "additionalProperties": {"type": "boolean"}}
-    dfa = compile_dfa(schema).dfa
+    dfa = compile_program(schema).program
     v = jsonschema.Draft202012Validator(schema)
     cases = ['{"b":"x"}', '{"a":1,"b":"x"}', '{"b":"x","a":1}', '{"a":1}', '{"b":"x","z":true}',
              '{"b":"x","z":1}', '{"b":"x","\\u0061":"s"}', '{}', '{"a":1,"b":"x","y":false,"z":true}']
@@ -184,41 +192,49 @@ def test_objects_order_optional_and_extra_keys():
 
 
 def test_flexible_whitespace_is_bounded():
-    dfa = compile_dfa({"type": "array", "items": {"type": "integer"}}, whitespace="flexible", max_ws=2).dfa
+    dfa = compile_program({"type": "array", "items": {"type": "integer"}}, whitespace="flexible", max_ws=2).program
     assert dfa.accepts(b"[ 1 ,\n2 ]") and dfa.accepts(b"  [1]  ")
     assert not dfa.accepts(b"[   1]")
-    assert not compile_dfa({"type": "array"}).dfa.accepts(b"[ ]")
+    assert not compile_program({"type": "array"}).program.accepts(b"[ ]")
 
 
 def test_errors_name_keyword_and_pointer():
-    with pytest.raises(UnsupportedSchema, match=r"unsupported keyword 'uniqueItems' at /properties/tags") as e:
-        compile_dfa({"properties": {"tags": {"type": "array", "uniqueItems": True}}})
-    assert e.value.keyword == "uniqueItems" and e.value.pointer == "/properties/tags"
+    with pytest.raises(UnsupportedSchema, match=r"unsupported keyword 'not' at /properties/tags/not") as e:
+        compile_program({"properties": {"tags": {"not": {"type": "array", "uniqueItems": True}}}})
+    assert e.value.keyword == "not" and e.value.pointer == "/properties/tags/not"
     with pytest.raises(UnsupportedSchema, match="invalid schema"):
-        compile_dfa({"type": 5})
+        compile_program({"type": 5})
     with pytest.raises(UnsupportedSchema, match="too large"):
-        compile_dfa({"type": "array", "items": {"type": "string", "maxLength": 5000}})
+        compile_program({"type": "array", "items": {"type": "string", "maxLength": 5000}})
 
 
-def test_lenient_records_post_checks():
-    c = compile_dfa({"properties": {"tags": {"type": "array", "uniqueItems": True}}}, lenient=True)
+def test_post_checks_and_lenient():
+    c = compile_program({"properties": {"tags": {"type": "array", "uniqueItems": True}}})
     assert c.post_checks == ["/properties/tags/uniqueItems"] and "uniqueItems" in c.warnings[0]
-    assert c.dfa.accepts(b'{"tags":[1,1]}')
+    assert c.program.accepts(b'{"tags":[1,1]}')  # the automaton over-approximates; jsonschema checks
+    c = compile_program({"properties": {"tags": {"not": {"uniqueItems": True}}}}, lenient=True)
+    assert c.post_checks == ["/properties/tags/not"] and c.program.accepts(b'{"tags":[1,2]}')
 
 
-def test_recursion_is_unrolled_to_max_depth():
-    schema = {"$defs": {"n": {"type": "object", "properties": {"k": {"type": "array", "items": {"$ref": "#/$defs/n"}}},
-                              "additionalProperties": False}}, "$ref": "#/$defs/n"}
-    dfa = compile_dfa(schema, max_depth=2).dfa
-    assert dfa.accepts(b'{"k":[{"k":[]}]}')
-    assert not dfa.accepts(b'{"k":[{"k":[{"k":[]}]}]}')
+def test_recursion_and_nesting_are_unbounded():
+    """A recursive $ref and an unconstrained array nest to any depth (frames, not unrolled copies);
+    wrong shapes deep down are still rejected."""
+    p = compile_program(RECURSIVE).program
+    deep = '{"k":[' * 50 + "{}" + "]}" * 50
+    assert p.accepts(deep.encode())
+    assert not p.accepts(deep.replace("{}", '{"k":[1]}').encode())
+    assert not p.accepts(deep.replace("{}", '{"x":[]}').encode())
+    any_array = compile_program({"type": "array"}).program
+    assert any_array.accepts(("[" * 50 + '"a"' + "]" * 50).encode())
+    assert any_array.accepts(b'[[[["a"]]]]') and any_array.accepts(b"[[[[]]]]")  # level 4 not only empty
+    assert not any_array.accepts(b"[[[[]]]") and not any_array.accepts(b"[[[[1,]]]]")
 
 
 def test_date_year_range_matches_python():
     """format date: years 0001-9999 only (jsonschema's checker is date.fromisoformat)."""
     import datetime
 
-    dfa = compile_dfa({"type": "string", "format": "date"}).dfa
+    dfa = compile_program({"type": "string", "format": "date"}).program
     for text in ["0000-01-01", "0000-02-29", "0000-12-31"]:
         assert not dfa.accepts(json.dumps(text).encode()), text
     for text in ["0001-01-01", "0004-02-29", "0400-02-29", "9999-12-31", "0099-06-30", "0999-11-30"]:
@@ -237,7 +253,7 @@ def test_date_year_range_matches_python():
 
 def test_fast_compile_matches_nfa_route():
     """network.fast_compile (composed DFAs) accepts exactly what the NFA route accepts, trimmed."""
-    from kvx.grammar.network import fast_compile
+    from kvx.grammar.automata.compose import fast_compile
 
     rng = random.Random(23)
     for _ in range(150):

@@ -3,7 +3,7 @@ import random
 
 from grammar_fixtures import smol_tokenizer, tiny_sentencepiece
 
-from kvx.grammar.vocab import BYTE_LEVEL, SENTENCEPIECE, vocab_for
+from kvx.grammar.tokens.vocab import BYTE_LEVEL, SENTENCEPIECE, vocab_for
 
 
 def test_byte_level_bytes_match_decode():

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kvx.grammar import charset as cs
-from kvx.grammar import regex_ast as ra
-from kvx.grammar import strings
-from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema import charset as cs
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.schema import strings
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
 
 DIGITS = ((0x30, 0x39),)
 WORD = cs.normalise([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -286,18 +286,17 @@ def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
 
 @lru_cache(maxsize=256)
 def _pattern_dfa(pattern: str, max_states: int):
-    from kvx.grammar.network import fast_compile
+    from kvx.grammar.automata.compose import fast_compile
 
     return fast_compile(pattern_ast(pattern), max_states)
 
 
 def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):
     """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can."""
-    from kvx.grammar.nfa import TooLarge
 
     try:
         return _pattern_dfa(pattern, max_states)
     except PatternError as err:
         raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({err}) at {pointer}", "pattern", pointer) from None
-    except TooLarge:
-        raise UnsupportedSchema(f"schema too large for the automaton at {pointer}", "pattern", pointer) from None
+    except TooLarge as err:
+        raise UnsupportedSchema(f"schema too large for the automaton at {pointer} ({err})", "pattern", pointer) from None

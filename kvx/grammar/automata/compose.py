@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.cdfa import (CDFA, any_char, compact, empty_word, is_prefix_char, repeat_char, row_groups,
-                              single_class, trim)
-from kvx.grammar.determinize import DEFAULT_MAX_STATES, minimise
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import TooLarge
+from kvx.grammar.automata import deadline
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import (CDFA, compact, empty_word, is_prefix_char, repeat_char, row_groups,
+                                       single_class, trim)
+from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
 
-MINIMISE_UP_TO = 512  # states; Moore rounds on bigger results would cost more than they save
+MINIMISE_UP_TO = 64  # states; Moore rounds on bigger results would cost more than they save
 
 
 class Composer:
@@ -43,14 +44,10 @@ class Composer:
         return dfa
 
     def _build(self, node: ra.Node) -> CDFA | None:
-        from kvx.grammar import strings
-
         if isinstance(node, ra.Bytes):
             return single_class(node.mask)
         if isinstance(node, ra.Embed):
             return compact(node.dfa)
-        if node is strings.ANY_CHAR:
-            return any_char()
         if isinstance(node, ra.Seq):
             if not node.items:
                 return empty_word()
@@ -95,9 +92,7 @@ class Composer:
         return hit
 
     def _is_leaf(self, node) -> bool:
-        from kvx.grammar import strings
-
-        if isinstance(node, (ra.Bytes, ra.Embed)) or node is strings.ANY_CHAR or id(node) in self.memo:
+        if isinstance(node, (ra.Bytes, ra.Embed)) or id(node) in self.memo:
             return True
         if isinstance(node, ra.Repeat):
             item = self.build(node.item)
@@ -114,11 +109,15 @@ class Composer:
         def new() -> int:
             nonlocal count
             count += 1
+            if count % 1024 == 0:
+                deadline.check()
             if count > 8 * self.max_states:
                 raise TooLarge(f"more than {self.max_states} DFA states")
             return count - 1
 
         while stack:
+            if len(out) % 4096 == 0:
+                deadline.check()
             a, b, label = stack.pop()
             if label is None or self._is_leaf(label):
                 out.append((a, b, label))
@@ -174,8 +173,48 @@ class Composer:
                 raise TypeError(f"not a regex node: {label!r}")
         return count, out
 
+    @staticmethod
+    def _closures(trans, copy_acc, target_node, node_closure):
+        """The closure states (accepting in their copy, continuing into the copies leaving its
+        target node), all at once. Returns (is_closure [T], fin [T], closure(q) -> members,
+        merged: (states, rows) of the closure states whose own bytes and their continuation's never
+        meet (a string's body and its closing quote: the union row), clashing: the others, which
+        become subset states)."""
+        total = len(copy_acc)
+        acc_states = np.flatnonzero(copy_acc)
+        nodes, which = np.unique(target_node[acc_states], return_inverse=True)
+        info = [node_closure(int(u)) for u in nodes]
+        entries = [sorted(e) for e, _ in info]
+        k = trans.shape[1]
+        node_row = np.full((len(nodes), k), -1, dtype=np.int32)
+        node_live = np.zeros((len(nodes), k), dtype=np.int64)
+        for i, e in enumerate(entries):
+            if i % 256 == 0:
+                deadline.check()
+            if e:
+                rows = trans[e]
+                node_live[i] = (rows >= 0).sum(axis=0)
+                node_row[i] = np.where(node_live[i] == 1, rows.max(axis=0), -1)
+        fin = np.zeros(total, dtype=bool)
+        fin[acc_states] = np.array([f for _, f in info], dtype=bool)[which]
+        has_entry = np.array([bool(e) for e in entries], dtype=bool)
+        is_closure = np.zeros(total, dtype=bool)
+        closing = acc_states[has_entry[which]]
+        is_closure[closing] = True
+        w = which[has_entry[which]]
+        rows = trans[closing]
+        clash = ((rows >= 0) & (node_live[w] > 0)).any(axis=1) | (node_live[w] > 1).any(axis=1)
+        merged = (closing[~clash], np.where(rows[~clash] >= 0, rows[~clash], node_row[w[~clash]]).astype(np.int32))
+        entry_of = {int(u): frozenset(e) for u, e in zip(nodes, entries)}
+
+        def closure(q: int) -> frozenset:
+            return entry_of[int(target_node[q])] | {q} if is_closure[q] else frozenset((q,))
+
+        return is_closure, fin, closure, merged, closing[clash].tolist()
+
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
+        deadline.check()
         num_nodes, edges = self._expand(num_nodes, edges)
         eps = [[] for _ in range(num_nodes)]
         copies = []  # (src node, dst node, dfa)
@@ -191,7 +230,7 @@ class Composer:
         for _, _, d in copies:
             offsets.append(total)
             total += d.num_states
-        if total > 8 * self.max_states:
+        if total > 2 * self.max_states:  # the result keeps nearly every copy state: over the cap anyway
             raise TooLarge(f"more than {self.max_states} DFA states")
         out_edges = [[] for _ in range(num_nodes)]
         for k, (a, _, _) in enumerate(copies):
@@ -213,7 +252,9 @@ class Composer:
         changed = True
         while changed:  # fixpoint; reverse order converges in one or two passes on chains
             changed = False
-            for u in with_succ:
+            for i, u in enumerate(with_succ):
+                if i % 4096 == 0:
+                    deadline.check()
                 e, f = ebits[u], fbits[u]
                 for w in succ[u]:
                     e |= ebits[w]
@@ -223,15 +264,17 @@ class Composer:
                     changed = True
         closure_memo: dict[int, tuple] = {}
 
+        starts_a = np.array(starts, dtype=np.int64)
+        n_bytes = (len(copies) + 7) // 8
+
         def node_closure(v: int) -> tuple:
             hit = closure_memo.get(v)
             if hit is None:
-                bits, entry = ebits[v], []
-                while bits:
-                    low = bits & -bits
-                    entry.append(starts[low.bit_length() - 1])
-                    bits ^= low
-                hit = closure_memo[v] = (frozenset(entry), fbits[v])
+                if len(closure_memo) % 256 == 0:
+                    deadline.check()
+                bits = np.unpackbits(np.frombuffer(ebits[v].to_bytes(n_bytes, "little"), dtype=np.uint8),
+                                     bitorder="little")  # which copies leave X(v), at numpy speed
+                hit = closure_memo[v] = (frozenset(starts_a[np.flatnonzero(bits)].tolist()), fbits[v])
             return hit
 
         if total == 0:
@@ -261,29 +304,25 @@ class Composer:
                          -1).astype(np.int32)
         copy_acc = np.concatenate(accs)
         target_node = np.repeat(np.array([b for _, b, _ in copies], dtype=np.int64), sizes_a)
-        fin = np.zeros(total, dtype=bool)
         # non-plain states: accepting in their copy, with something to continue into
-        closure_of: dict[int, frozenset] = {}
-        for q in np.flatnonzero(copy_acc).tolist():
-            entry, is_final = node_closure(int(target_node[q]))
-            fin[q] = is_final
-            if entry:
-                closure_of[q] = entry | {q}
+        is_closure, fin, closure, merged, clashing = self._closures(trans, copy_acc, target_node, node_closure)
         ids: dict[tuple, int] = {}
-        for q, members in closure_of.items():
-            ids[(members, bool(fin[q]))] = q
         extra_rows: list[np.ndarray] = []
         extra_acc: list[bool] = []
-        todo: list[tuple[int, frozenset]] = list(closure_of.items())
+        todo: list[tuple[int, frozenset]] = [(q, closure(q)) for q in clashing]
 
         def id_of(members: frozenset, acc: bool) -> int:
             if len(members) == 1:
                 (q,) = members
-                if q not in closure_of and bool(fin[q]) == acc:
+                if not is_closure[q] and bool(fin[q]) == acc:
                     return q
             key = (members, acc)
             j = ids.get(key)
             if j is None:
+                for q in members:  # the members of a closure state: that state itself
+                    if is_closure[q] and bool(fin[q]) == acc and closure(q) == members:
+                        ids[key] = q
+                        return q
                 j = ids[key] = total + len(extra_rows)
                 extra_rows.append(None)
                 extra_acc.append(acc)
@@ -297,7 +336,11 @@ class Composer:
             return empty_word() if final0 else None
         start = id_of(entry0, final0 or bool(fin[list(entry0)].any()))
         rows_for: dict[int, np.ndarray] = {}
+        done = 0
         while todo:
+            done += 1
+            if done % 64 == 0:
+                deadline.check()
             j, members = todo.pop()
             sub = trans[sorted(members)]
             if sub.shape[0] == 1:
@@ -313,7 +356,7 @@ class Composer:
                         targets = {t for t in col if t >= 0}
                         union: set = set()
                         for t in targets:
-                            union |= closure_of.get(t, {t})
+                            union |= closure(t)
                         new = id_of(frozenset(union), bool(fin[list(targets)].any()))
                         row[multi[inverse == g]] = new
             if j < total:
@@ -323,6 +366,7 @@ class Composer:
         if rows_for:
             keys = np.fromiter(rows_for.keys(), dtype=np.int64, count=len(rows_for))
             trans[keys] = np.stack(list(rows_for.values()))
+        trans[merged[0]] = merged[1]
         accepting = fin.copy()
         if extra_rows:
             trans = np.concatenate([trans, np.stack(extra_rows)])
@@ -343,8 +387,12 @@ class Composer:
                 if not live_node[u]:
                     live_node[u] = True
                     stack.append(u)
-        all_live = all(live_node[b] for _, b, _ in copies)
-        dfa = trim(trans, accepting, start, joint, all_live)
+        if all(live_node[b] for _, b, _ in copies):
+            # every state can finish; states nothing enters any more (a copy's start, now entered
+            # as part of a subset state) are left in place: nothing reaches them, they cost no walk
+            dfa = CDFA(trans, accepting, start, joint)
+        else:
+            dfa = trim(trans, accepting, start, joint)
         if dfa is None:
             return None
         if dfa.num_states > self.max_states:

@@ -5,11 +5,9 @@ edges leaving src, entering dst, or between fresh states it created itself.
 """
 from __future__ import annotations
 
-from kvx.grammar import regex_ast as ra
-
-
-class TooLarge(Exception):
-    """The automaton grew past its state cap; the compiler turns it into UnsupportedSchema."""
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import compact
+from kvx.grammar.errors import TooLarge
 
 
 class NFA:
@@ -83,19 +81,16 @@ class NFA:
             cur = nxt
 
     def _embed(self, dfa, src: int, dst: int) -> None:
-        import numpy as np
-
-        # group bytes into the DFA's own classes once, then one edge per (state, class)
-        cols, first, inverse = np.unique(dfa.trans.T, axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        masks = [0] * len(first)
-        for b, k in enumerate(inverse.tolist()):
+        # one edge per (state, byte class of the embedded automaton)
+        c = compact(dfa)
+        masks = [0] * c.trans.shape[1]
+        for b, k in enumerate(c.cob.tolist()):
             masks[k] |= 1 << b
-        table = dfa.trans[:, first].tolist()
-        ids = [self.new() for _ in range(dfa.num_states)]
-        self.eps[src].append(ids[dfa.start])
+        table = c.trans.tolist()
+        ids = [self.new() for _ in range(c.num_states)]
+        self.eps[src].append(ids[c.start])
         for s, row in enumerate(table):
-            if dfa.accepting[s]:
+            if c.accepting[s]:
                 self.eps[ids[s]].append(dst)
             groups: dict[int, int] = {}
             for k, t in enumerate(row):

@@ -1,7 +1,16 @@
 """`format` as regexes over the decoded string (compiled like patterns, so escapes work)."""
 from __future__ import annotations
 
+import hashlib
+import os
+import tempfile
 from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from kvx.grammar.automata.cdfa import CDFA, compact
+from kvx.paths import cache_root
 
 _DEC_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 _IPV4 = rf"{_DEC_OCTET}(\.{_DEC_OCTET}){{3}}"
@@ -52,9 +61,54 @@ FORMATS = {
 
 @lru_cache(maxsize=None)
 def format_dfa(name: str):
-    """DFA of JSON string bodies in format `name`; False for a format we do not know."""
-    from kvx.grammar.regex_parse import pattern_dfa
+    """Automaton of JSON string bodies in format `name`; False for a format we do not know. The
+    big ones (email 16k states, uri 12k, ipv6 11k) take up to ~0.4 s to build, so they are kept on
+    disk ($KVX_CACHE/grammar/formats) and a process loads them in milliseconds."""
+    from kvx.grammar.schema.regex_parse import pattern_dfa
 
     if name not in FORMATS:
         return False
-    return pattern_dfa(f"^{FORMATS[name]}$", f"format {name}", 50_000)
+    path = _cache_path(name)
+    cached = _load(path)
+    if cached is not None:
+        return cached
+    dfa = compact(pattern_dfa(f"^{FORMATS[name]}$", f"format {name}", 50_000))
+    _store(path, dfa)
+    return dfa
+
+
+def _cache_path(name: str) -> Path:
+    """Keyed by the format's regex and the sources that spell it (patterns, JSON characters)."""
+    here = Path(__file__).parent
+    h = hashlib.sha256(FORMATS[name].encode())
+    for src in ("regex_parse.py", "strings.py", "charset.py"):
+        h.update((here / src).read_bytes())
+    return cache_root() / "grammar" / "formats" / f"{name}-{h.hexdigest()[:16]}.npz"
+
+
+def _load(path: Path) -> CDFA | None:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            c = CDFA(data["trans"].astype(np.int32), data["accepting"].astype(bool), int(data["start"]),
+                     data["cob"].astype(np.int64))
+        if c.cob.shape != (256,) or c.trans.max() >= c.num_states or c.cob.max() >= c.trans.shape[1]:
+            raise ValueError("foreign entry")
+        return c
+    except FileNotFoundError:
+        return None
+    except Exception:  # corrupt: rebuild
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _store(path: Path, c: CDFA) -> None:
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, trans=c.trans, accepting=c.accepting, start=np.int64(c.start), cob=c.cob)
+        os.replace(tmp, path)
+    except OSError:  # a read-only cache only costs time
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)

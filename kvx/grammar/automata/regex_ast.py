@@ -37,7 +37,7 @@ class Repeat:
 
 @dataclass(frozen=True, eq=False)
 class Embed:
-    dfa: object  # kvx.grammar.dfa.DFA, trimmed
+    dfa: object  # a trimmed DFA (kvx.grammar.automata.dfa) or its byte-class form (cdfa.CDFA)
 
 
 @dataclass(frozen=True, eq=False)

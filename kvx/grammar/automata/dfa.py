@@ -18,6 +18,9 @@ class DFA:
     trans: np.ndarray  # [num_states, 256] int32, -1 = dead
     accepting: np.ndarray  # [num_states] bool
     start: int = 0
+    # class of each byte [256]: bytes with identical columns share a class (set by the composer,
+    # or by cdfa.compact on first use), so later passes need not hash the columns again
+    classes: np.ndarray | None = None
 
     @property
     def num_states(self) -> int:

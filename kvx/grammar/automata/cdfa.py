@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import TooLarge
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
 
 
 def neighbours(frontier: np.ndarray, starts: np.ndarray, counts: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -50,11 +50,17 @@ class CDFA:
     def num_states(self) -> int:
         return int(self.trans.shape[0])
 
+    def accepts(self, data: bytes) -> bool:
+        s = self.start
+        for b in data:
+            s = int(self.trans[s, self.cob[b]])
+            if s < 0:
+                return False
+        return bool(self.accepting[s])
+
     def expand(self) -> DFA:
-        dfa = DFA(trans=np.ascontiguousarray(self.trans[:, self.cob]).astype(np.int32, copy=False),
-                  accepting=self.accepting.astype(bool), start=int(self.start))
-        dfa.__dict__["_compact"] = self  # so compact(dfa) and byte_distances need not rehash columns
-        return dfa
+        return DFA(trans=np.ascontiguousarray(self.trans[:, self.cob]).astype(np.int32, copy=False),
+                   accepting=self.accepting.astype(bool), start=int(self.start), classes=self.cob)
 
 
 def row_groups(mat: np.ndarray):
@@ -75,15 +81,15 @@ def column_classes(trans: np.ndarray):
     return first[order], rank[inverse].astype(np.int64)
 
 
-def compact(dfa: DFA) -> CDFA:
-    """The byte-class form of a 256-column DFA (cached on the DFA object)."""
-    hit = dfa.__dict__.get("_compact")
-    if hit is None:
-        reps, cob = column_classes(dfa.trans)
-        hit = CDFA(np.ascontiguousarray(dfa.trans[:, reps]).astype(np.int32), dfa.accepting.astype(bool),
-                   int(dfa.start), cob)
-        dfa.__dict__["_compact"] = hit
-    return hit
+def compact(dfa: DFA | CDFA) -> CDFA:
+    """The byte-class form of a 256-column DFA (its classes are found once and kept in dfa.classes)."""
+    if isinstance(dfa, CDFA):
+        return dfa
+    if dfa.classes is None:
+        dfa.classes = column_classes(dfa.trans)[1]
+    _, reps = np.unique(dfa.classes, return_index=True)
+    return CDFA(np.ascontiguousarray(dfa.trans[:, reps]).astype(np.int32), dfa.accepting.astype(bool),
+                int(dfa.start), dfa.classes)
 
 
 def trim(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray,
@@ -174,12 +180,28 @@ def repeat_char(x: CDFA, lo: int, hi: int | None, max_states: int) -> CDFA | Non
     return CDFA(trans, accepting, s0, x.cob)
 
 
-_ANY_CHAR: list = []
 
-
-def any_char() -> CDFA:
-    if not _ANY_CHAR:
-        from kvx.grammar.schema_to_regex import any_char_dfa
-
-        _ANY_CHAR.append(compact(any_char_dfa()))
-    return _ANY_CHAR[0]
+def literal_set(words: list[bytes]) -> CDFA | None:
+    """A finite set of byte strings (enum members) as a trie, built directly (the composer would
+    find the same automaton by subset construction over one copy per word). Not minimised: a
+    trie is small enough, and Moore's rounds would grow with the longest word."""
+    if not words:
+        return None
+    children: list[dict[int, int]] = [{}]
+    accepting = [False]
+    for word in words:
+        s = 0
+        for b in word:
+            nxt = children[s].get(b)
+            if nxt is None:
+                nxt = children[s][b] = len(children)
+                children.append({})
+                accepting.append(False)
+            s = nxt
+        accepting[s] = True
+    table = np.full((len(children), 256), -1, dtype=np.int32)
+    for s, kids in enumerate(children):
+        if kids:
+            table[s, list(kids)] = list(kids.values())
+    reps, cob = column_classes(table)
+    return CDFA(np.ascontiguousarray(table[:, reps]), np.array(accepting), 0, cob)

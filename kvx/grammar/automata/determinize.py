@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.dfa import DFA
-from kvx.grammar.nfa import NFA, TooLarge, build_nfa
+from kvx.grammar.automata import deadline
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.nfa import NFA, build_nfa
+from kvx.grammar.errors import TooLarge
 
 DEFAULT_MAX_STATES = 50_000
 
@@ -94,6 +96,8 @@ def subset_construction(nfa: NFA, max_states: int = DEFAULT_MAX_STATES):
     num_classes = len(classes)
     i = 0
     while i < len(order):
+        if i % 256 == 0:
+            deadline.check()
         acc: dict[int, int] = {}
         for s in _members(order[i]):
             mv = moves[s]
@@ -173,6 +177,7 @@ def _refine(trans: np.ndarray, accepting: np.ndarray, row_ids) -> np.ndarray:
     live = trans >= 0
     safe = np.where(live, trans, 0)
     while True:
+        deadline.check()
         tb = np.where(live, block[safe], -1)
         block = row_ids(np.column_stack([block, tb]))
         new_count = int(block.max()) + 1 if n else 0

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kvx.grammar import charset as cs
-from kvx.grammar import regex_ast as ra
-from kvx.grammar.numbers import fixed_range
+from kvx.grammar.schema import charset as cs
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.determinize import compile_node
+from kvx.grammar.schema.numbers import fixed_range
 
 SHORT_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f",
                  0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t"}
@@ -94,7 +95,8 @@ def json_char(ranges: tuple) -> ra.Node:
     return ra.alt(*parts)
 
 
-ANY_CHAR = json_char(cs.ANY)
+# one character in any spelling, as a compiled leaf: every string automaton repeats it
+ANY_CHAR = ra.Embed(compile_node(json_char(cs.ANY)))
 
 
 def string_body(min_len: int = 0, max_len: int | None = None) -> ra.Node:

@@ -11,7 +11,7 @@ import copy
 
 import torch
 
-from kvx.grammar.token_fsm import TokenFSM
+from kvx.grammar.tokens.stacks import TokenPDA
 
 
 class DisallowedToken(ValueError):
@@ -19,43 +19,40 @@ class DisallowedToken(ValueError):
 
 
 class Matcher:
-    def __init__(self, fsm: TokenFSM, max_tokens: int | None = None):
-        self.fsm = fsm
-        self.state = fsm.dfa.start
+    def __init__(self, pda: TokenPDA, max_tokens: int | None = None):
+        self.pda = pda
+        self.state = pda.start  # a configuration id (kvx/grammar/tokens/stacks.py)
         self.max_tokens = max_tokens
         self.num_advanced = 0
         self.finished = False  # EOS consumed
-        self._eos = set(fsm.vocab.eos_ids)
-        self._empty = torch.zeros(fsm.vocab.vocab_size, dtype=torch.bool)
+        self._eos = set(pda.vocab.eos_ids)
+        self._empty = torch.zeros(pda.vocab.vocab_size, dtype=torch.bool)
 
     def _max_next_dist(self, state: int | None = None, used: int = 0) -> int | None:
-        """Largest allowed dist of the next state under the budget (None: unlimited)."""
+        """Largest allowed dist of the next configuration under the budget (None: unlimited)."""
         if self.max_tokens is None:
             return None
         state = self.state if state is None else state
         left = self.max_tokens - self.num_advanced - used
         # after this token (1) and the rest of the path (dist) there must be room for EOS (1)
-        return max(left - 2, self.fsm.dist[state] - 1)
+        return max(left - 2, self.pda.dist(state) - 1)
 
     def allowed_mask(self) -> torch.Tensor:
         """Bool [vocab_size]; a cached tensor shared between calls: callers must not modify it."""
         if self.finished:
             return self._empty
-        limit = self._max_next_dist()
-        if limit is None:
-            return self.fsm.state(self.state).mask
-        return self.fsm.budget_mask(self.state, limit)
+        return self.pda.mask(self.state, self._max_next_dist())
 
     def is_allowed(self, token_id: int) -> bool:
         if self.finished:
             return False
         if token_id in self._eos:
-            return bool(self.fsm.dfa.accepting[self.state])
-        nxt = self.fsm.next_state(self.state, token_id)
+            return self.pda.accepting(self.state)
+        nxt = self.pda.next(self.state, token_id)
         if nxt < 0:
             return False
         limit = self._max_next_dist()
-        return limit is None or self.fsm.dist[nxt] <= limit
+        return limit is None or self.pda.dist(nxt) <= limit
 
     def advance(self, token_id: int) -> None:
         if not self.is_allowed(token_id):
@@ -64,11 +61,11 @@ class Matcher:
         if token_id in self._eos:
             self.finished = True
         else:
-            self.state = self.fsm.next_state(self.state, token_id)
+            self.state = self.pda.next(self.state, token_id)
 
     def fork(self) -> "Matcher":
         """An independent copy at the same position (speculation walks a draft on one)."""
-        return copy.copy(self)  # the state is plain ints; the FSM and the cached masks are shared
+        return copy.copy(self)  # the state is plain ints; the automaton and the cached masks are shared
 
     def forced_tokens(self) -> list[int]:
         """Tokens the grammar forces next (keys, punctuation, the rest of an enum value); pure.
@@ -76,13 +73,13 @@ class Matcher:
         Cut short where a forced token would not fit the length budget (sampling takes over)."""
         if self.finished:
             return []
-        tokens = self.fsm.forced_tokens(self.state)
+        tokens = self.pda.forced_tokens(self.state)
         if self.max_tokens is None:
             return list(tokens)
         out, state = [], self.state
         for tid in tokens:
-            nxt = self.fsm.next_state(state, tid)
-            if self.fsm.dist[nxt] > self._max_next_dist(state, len(out)):
+            nxt = self.pda.next(state, tid)
+            if self.pda.dist(nxt) > self._max_next_dist(state, len(out)):
                 break
             out.append(tid)
             state = nxt
@@ -90,7 +87,7 @@ class Matcher:
 
     def is_accepting(self) -> bool:
         """The text so far is a complete document (EOS would be accepted)."""
-        return self.finished or bool(self.fsm.dfa.accepting[self.state])
+        return self.finished or self.pda.accepting(self.state)
 
     def is_finished(self) -> bool:
         return self.finished
@@ -99,7 +96,7 @@ class Matcher:
         """Fewest further advance() calls to end the document, the EOS token included."""
         if self.finished:
             return 0
-        return self.fsm.dist[self.state] + 1
+        return self.pda.dist(self.state) + 1
 
     def tokens_left(self) -> int | None:
         return None if self.max_tokens is None else self.max_tokens - self.num_advanced

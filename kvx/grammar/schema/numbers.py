@@ -5,10 +5,13 @@ exponent (x ≥ m is not a regular property of mantissa/exponent pairs); unbound
 """
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Callable, Optional
 
-from kvx.grammar import regex_ast as ra
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.determinize import compile_node
+from kvx.grammar.automata.dfa import DFA
 
 DIGIT = ra.byte_range(0x30, 0x39)
 NONZERO = ra.byte_range(0x31, 0x39)
@@ -63,6 +66,8 @@ def uint_range(lo: int, hi: Optional[int]) -> ra.Node:
 
 def int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
     """Canonical integers in [lo, hi] (None = unbounded on that side)."""
+    if lo is None and hi is None:
+        return ANY_INTEGER
     parts = []
     if hi is None or hi >= 0:
         parts.append(uint_range(max(lo, 0) if lo is not None else 0, hi))
@@ -79,8 +84,8 @@ def int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
 FRACTION = ra.opt(ra.seq(ra.lit("."), ra.plus(DIGIT)))
 EXPONENT = ra.seq(ra.chars("eE"), ra.opt(ra.chars("+-")), ra.plus(DIGIT))
 UINT = ra.alt(ra.lit("0"), ra.seq(NONZERO, ra.star(DIGIT)))
-ANY_NUMBER = ra.seq(ra.opt(ra.lit("-")), UINT, FRACTION, ra.opt(EXPONENT))
-ANY_INTEGER = ra.seq(ra.opt(ra.lit("-")), UINT)
+ANY_NUMBER = ra.Embed(compile_node(ra.seq(ra.opt(ra.lit("-")), UINT, FRACTION, ra.opt(EXPONENT))))  # built once
+ANY_INTEGER = ra.Embed(compile_node(ra.alt(ra.lit("0"), ra.seq(ra.opt(ra.lit("-")), NONZERO, ra.star(DIGIT)))))  # no -0
 
 
 def _split(m: Decimal) -> tuple[int, str]:
@@ -136,8 +141,8 @@ def _frac_le(fd: str, strict: bool) -> ra.Node:
 
 def _intersect_nonempty(node: ra.Node) -> ra.Node:
     """Restrict '.'-suffixes to ones with at least one digit."""
-    from kvx.grammar.determinize import compile_node
-    from kvx.grammar.dfa_ops import product
+    from kvx.grammar.automata.determinize import compile_node
+    from kvx.grammar.automata.dfa_ops import product
 
     a = compile_node(node)
     b = compile_node(ra.seq(ra.lit("."), ra.plus(DIGIT)))
@@ -182,11 +187,68 @@ def decimal_le(m: Decimal, strict: bool) -> ra.Node:
 
 
 def _magnitude_nonzero(node: ra.Node) -> ra.Node:
-    from kvx.grammar.determinize import compile_node
-    from kvx.grammar.dfa_ops import product
+    from kvx.grammar.automata.determinize import compile_node
+    from kvx.grammar.automata.dfa_ops import product
 
     a, b = compile_node(node), compile_node(NONZERO_UNSIGNED)
     if a is None or b is None:
         return ra.NOTHING
     d = product(a, b)
     return ra.NOTHING if d is None else ra.Embed(d)
+
+
+# ---- multipleOf -----------------------------------------------------------------------------
+
+def _decimal_parts(m: Decimal) -> tuple[int, int]:
+    """m = a / 10^d with a, d non-negative integers, d as small as possible."""
+    sign, digits, exp = m.normalize().as_tuple()
+    a = int("".join(map(str, digits)) or "0")
+    return (a, -exp) if exp < 0 else (a * 10 ** exp, 0)
+
+
+def multiple_of(m: Decimal, integer: bool, max_states: int) -> DFA:
+    """Canonical plain spellings (no exponent) of the multiples of m > 0: integers
+    -?(0|[1-9][0-9]*) if `integer`, else decimals with an optional fraction. A value x is a multiple
+    of a/10^d when x*10^d is divisible by a: the automaton keeps that remainder digit by digit
+    (fraction digits past the d-th must be 0)."""
+    import numpy as np
+
+    from kvx.grammar.automata.determinize import minimise, trim
+    from kvx.grammar.errors import TooLarge
+
+    a, d = _decimal_parts(m)
+    if integer:  # x * 10^d divisible by a  <=>  x divisible by a / gcd(a, 10^d)
+        a, d = a // math.gcd(a, 10 ** d), 0
+    frac_states = 0 if integer else (d + 1) * a
+    n = 3 + a + frac_states
+    if n > max_states:
+        raise TooLarge(f"more than {max_states} DFA states (multipleOf {m})")
+    start, minus, zero = 0, 1, 2
+    rem = lambda r: 3 + r  # after a non-zero integer part
+    frac = lambda j, r: 3 + a + j * a + r  # j fraction digits read
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    acc = np.zeros(n, dtype=bool)
+    digits = np.arange(0x30, 0x3A)
+    trans[start, 0x2D] = minus
+    trans[start, 0x30] = zero  # integers are never written -0
+    if not integer:
+        trans[minus, 0x30] = zero
+    for s in (start, minus):
+        trans[s, digits[1:]] = [rem(x % a) for x in range(1, 10)]
+    acc[zero] = True
+    for r in range(a):
+        trans[rem(r), digits] = [rem((10 * r + x) % a) for x in range(10)]
+        acc[rem(r)] = (r * 10 ** d) % a == 0
+    if not integer:
+        trans[zero, 0x2E] = frac(0, 0)
+        for r in range(a):
+            trans[rem(r), 0x2E] = frac(0, r)
+            for j in range(d + 1):
+                if j < d:
+                    trans[frac(j, r), digits] = [frac(j + 1, (10 * r + x) % a) for x in range(10)]
+                else:
+                    trans[frac(j, r), 0x30] = frac(j, r)
+                acc[frac(j, r)] = j > 0 and (r * 10 ** (d - j)) % a == 0
+    trimmed = trim(trans, acc)
+    t, acc2, s0 = minimise(*trimmed)
+    return DFA(t, acc2, s0)

@@ -1,0 +1,75 @@
+"""Operations on whole DFAs: intersection/difference (product) and fast bounded repetition."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from kvx.grammar.automata import deadline
+from kvx.grammar.automata.cdfa import CDFA, compact, repeat_char, row_groups
+from kvx.grammar.automata.cdfa import trim as trim_classes
+from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
+
+
+MINIMISE_UP_TO = 4096  # states
+
+
+def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = DEFAULT_MAX_STATES) -> CDFA | None:
+    """Intersection ("and") or difference ("minus": a and not b) of two automata, over their joint
+    byte classes. Breadth-first over state pairs, a whole frontier of pairs at a time (numpy);
+    new pairs are numbered by a dict."""
+    a, b = compact(a), compact(b)
+    reps, cob = row_groups(np.stack([a.cob, b.cob], axis=1))
+    order = np.argsort(reps)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    reps, cob = reps[order], rank[cob]
+    nb = b.num_states
+    ta = a.trans[:, a.cob[reps]].astype(np.int64)
+    tb = np.concatenate([b.trans[:, b.cob[reps]], np.full((1, len(reps)), -1)]).astype(np.int64)
+    tb = np.where(tb >= 0, tb, nb)  # b's dead state is row nb (it stays dead)
+    index = {a.start * (nb + 1) + b.start: 0}
+    keys = [a.start * (nb + 1) + b.start]
+    rows = []
+    frontier = np.array(keys, dtype=np.int64)
+    while len(frontier):
+        deadline.check()
+        na, nb_ = ta[frontier // (nb + 1)], tb[frontier % (nb + 1)]
+        live = (na >= 0) if mode == "minus" else (na >= 0) & (nb_ < nb)
+        nxt = np.where(live, na * (nb + 1) + nb_, -1)
+        uniq = np.unique(nxt[live])
+        fresh = []
+        for key in uniq.tolist():
+            if key not in index:
+                index[key] = len(keys)
+                keys.append(key)
+                fresh.append(key)
+        if len(keys) > max_states:
+            raise TooLarge(f"more than {max_states} DFA states")
+        ids = np.full(nxt.shape, -1, dtype=np.int64)
+        ids[live] = np.array([index[k] for k in uniq.tolist()], dtype=np.int64)[np.searchsorted(uniq, nxt[live])]
+        rows.append(ids)
+        frontier = np.array(fresh, dtype=np.int64)
+    trans = np.concatenate(rows).astype(np.int32)
+    key_arr = np.array(keys, dtype=np.int64)
+    xa, xb = key_arr // (nb + 1), key_arr % (nb + 1)
+    b_acc = np.append(b.accepting.astype(bool), False)
+    accepting = a.accepting[xa] & (b_acc[xb] if mode == "and" else ~b_acc[xb])
+    c = trim_classes(trans, accepting, 0, cob.astype(np.int64))
+    if c is not None and c.num_states <= MINIMISE_UP_TO:  # Moore rounds grow with the longest string
+        t, acc, start = minimise(c.trans, c.accepting, c.start)
+        c = CDFA(t, acc, start, c.cob)
+    return c
+
+
+def is_prefix_code(d: DFA) -> bool:
+    """No accepted word is a proper prefix of another: accepting states have no way out."""
+    return not (d.trans[d.accepting] >= 0).any()
+
+
+def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> CDFA:
+    """x{lo,hi} for a prefix-code DFA x with one accepting state and no empty word, built
+    directly as counter copies (the NFA route is quadratic in the count for such bounds)."""
+    return repeat_char(compact(x), lo, hi, max_states)

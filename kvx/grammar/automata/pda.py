@@ -1,0 +1,271 @@
+"""The pushdown automaton: the hand-off between the schema compiler and the token layer.
+
+A schema compiles to *rules* (the document, every object/array shape, large strings), each a byte DFA
+whose body may *call* other rules: a nested container is one call edge, not a copy of its automaton,
+so depth and recursion are unbounded and every shape is compiled once. While a rule body is
+composed, a call is spelled as three bytes that never occur in UTF-8 JSON text (0xFF, then the rule
+id, high byte first); `link` reads those edges back out of the composed DFAs and concatenates all
+rules into one state table. The id is written in base 255, so neither digit is 0xFF either.
+
+Semantics (a recursive transition network): at state s, byte b either moves inside the rule
+(trans[s, b]) or, for a call edge (s, C, r), starts rule C (trans[start[C], b]) with r pushed as the
+return state. A rule other than the root is complete in a `final` state, which has no way out: the
+frame is popped and its caller resumes at r. The document is complete when only the root frame is
+left and it is in a final (accepting) state. Several edges may fit one byte (anyOf branches calling
+different rules): the runtime then follows every alternative, as a set of stacks.
+
+Invariants `link` guarantees: every state is reachable from the root's start and can complete its
+rule, every call edge's callee can complete (unproductive rules are cut), non-root final states have
+no transitions and no calls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kvx.grammar.automata import deadline
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import CDFA, reach, row_groups
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.errors import TooLarge
+
+CALL_BYTE = 0xFF  # not a UTF-8 byte: cannot clash with any JSON text
+MAX_RULES = 255 * 255
+MAX_STATES = 400_000  # all rules together (the token layer keeps a [states, 256] table)
+
+
+def call_symbol(rule: int) -> ra.Node:
+    """The byte spelling of a call of `rule` inside a rule body (removed again by `link`)."""
+    if not 0 < rule < MAX_RULES:
+        raise TooLarge(f"more than {MAX_RULES - 1} rules")
+    return ra.lit(bytes([CALL_BYTE, rule // 255, rule % 255]))
+
+
+@dataclass
+class Program:
+    trans: np.ndarray  # [N, 256] int32 over global states, -1 = dead (call spellings removed)
+    final: np.ndarray  # [N] bool: the state's rule is complete (root: the document is)
+    rule_of: np.ndarray  # [N] int32: the rule each state belongs to
+    rule_start: np.ndarray  # [R] int32: global start state of each rule (rule 0 = the document)
+    call_ptr: np.ndarray  # [N + 1] int64: call edges of state s are call_ptr[s]:call_ptr[s + 1]
+    call_rule: np.ndarray  # [M] int32: callee of each edge
+    call_ret: np.ndarray  # [M] int32: state the caller resumes in
+    classes: np.ndarray | None = None  # [256] class of each byte (identical columns of trans)
+
+    @property
+    def num_states(self) -> int:
+        return int(self.trans.shape[0])
+
+    @property
+    def num_rules(self) -> int:
+        return int(self.rule_start.shape[0])
+
+    @property
+    def live_rules(self) -> int:
+        """Rules the document can reach (ids of the others are kept, with start -1)."""
+        return int((self.rule_start >= 0).sum())
+
+    @property
+    def start(self) -> int:
+        return int(self.rule_start[0])
+
+    def calls(self, s: int) -> list[tuple[int, int]]:
+        a, b = int(self.call_ptr[s]), int(self.call_ptr[s + 1])
+        return list(zip(self.call_rule[a:b].tolist(), self.call_ret[a:b].tolist()))
+
+    def pops(self, s: int) -> bool:
+        """Reaching s completes a frame that must be popped (a final state of a non-root rule)."""
+        return bool(self.final[s]) and int(self.rule_of[s]) != 0
+
+    def step(self, s: int, b: int) -> list[tuple[int | None, int]]:
+        """Moves on byte b from state s: (pushed return state or None, next state)."""
+        out: list[tuple[int | None, int]] = []
+        t = int(self.trans[s, b])
+        if t >= 0:
+            out.append((None, t))
+        for callee, ret in self.calls(s):
+            t = int(self.trans[self.rule_start[callee], b])
+            if t >= 0:
+                out.append((ret, t))
+        return out
+
+    def run(self, data: bytes, stacks=None) -> set[tuple[int, ...]]:
+        """Stacks (return states..., top state) after `data`, following every alternative."""
+        current = {(self.start,)} if stacks is None else set(stacks)
+        for b in data:
+            nxt = set()
+            for stack in current:
+                for ret, t in self.step(stack[-1], b):
+                    grown = stack[:-1] + ((ret,) if ret is not None else ()) + (t,)
+                    while len(grown) > 1 and self.pops(grown[-1]):
+                        grown = grown[:-1]
+                    nxt.add(grown)
+            current = nxt
+            if not current:
+                break
+        return current
+
+    def accepts(self, data: bytes) -> bool:
+        return any(len(st) == 1 and self.final[st[0]] for st in self.run(data))
+
+    def as_dfa(self) -> DFA:
+        """The root rule as a DFA, for programs without calls (single-rule schemas)."""
+        if len(self.call_rule):
+            raise ValueError("the program calls rules: it is not one DFA")
+        return DFA(self.trans, self.final, self.start, self.classes)
+
+
+@dataclass
+class _Body:
+    """One composed rule body over its byte classes, its call spellings turned into edges."""
+
+    table: np.ndarray  # [n, K] int32 over the body's byte classes
+    final: np.ndarray
+    start: int
+    classes: np.ndarray  # [256] class of each byte
+    edges: np.ndarray  # [m, 3] (state, callee, return state), local state numbers
+
+    def reach(self, forward: bool, seeds: np.ndarray, callees_ok: np.ndarray) -> np.ndarray:
+        """States reachable from `seeds` (forward) or co-reachable to them, over bytes and over the
+        call edges whose callee is ok (a call goes from its state to its return state)."""
+        rows, cols = np.nonzero(self.table >= 0)
+        usable = self.edges[callees_ok[self.edges[:, 1]]]
+        src = np.concatenate([rows, usable[:, 0]]).astype(np.int64)
+        dst = np.concatenate([self.table[rows, cols], usable[:, 2]]).astype(np.int64)
+        n = len(self.final)
+        return reach(n, src, dst, seeds) if forward else reach(n, dst, src, seeds)
+
+
+def _body(c: CDFA) -> _Body:
+    """Read the call spellings (0xFF, hi, lo) of a composed rule body back out as edges, and drop
+    the states that only spelled them."""
+    table = c.trans.astype(np.int32, copy=True)
+    call = int(c.cob[CALL_BYTE])  # a class of its own when there are calls: no real byte moves with it
+    bytes_of = lambda k: np.flatnonzero(c.cob == k).tolist()
+    edges, spelling = [], set()
+    for s in np.flatnonzero(table[:, call] >= 0).tolist():
+        m1 = int(table[s, call])
+        spelling.add(m1)
+        for k1 in np.flatnonzero(table[m1] >= 0).tolist():
+            m2 = int(table[m1, k1])
+            spelling.add(m2)
+            for k2 in np.flatnonzero(table[m2] >= 0).tolist():
+                ret = int(table[m2, k2])
+                edges += [(s, hi * 255 + lo, ret) for hi in bytes_of(k1) for lo in bytes_of(k2)]
+    body = _Body(table, c.accepting.astype(bool), int(c.start), c.cob.astype(np.int64),
+                 np.array(edges, dtype=np.int64).reshape(-1, 3))
+    if spelling:
+        table[:, call] = -1
+        rows = np.ones(len(table), dtype=bool)
+        rows[list(spelling)] = False
+        entered = np.zeros(len(table) + 1, dtype=bool)
+        entered[table[rows].ravel()] = True  # -1 lands on the extra slot
+        entered[body.start] = True
+        entered[body.edges[:, 2]] = True
+        body = _keep(body, entered[:-1] | rows)
+    return body
+
+
+def _keep(b: _Body, keep: np.ndarray) -> _Body:
+    """The body restricted to the `keep` states (transitions into the others removed)."""
+    remap = np.full(len(keep) + 1, -1, dtype=np.int64)
+    remap[np.flatnonzero(keep)] = np.arange(int(keep.sum()))
+    edges = b.edges[keep[b.edges[:, 0]] & keep[b.edges[:, 2]]]
+    return _Body(remap[b.table[keep]].astype(np.int32), b.final[keep], int(remap[b.start]), b.classes,
+                 np.stack([remap[edges[:, 0]], edges[:, 1], remap[edges[:, 2]]], axis=1).reshape(-1, 3))
+
+
+def link(composed: list[CDFA | None]) -> Program | None:
+    """One Program from the composed rule bodies (index = rule id, 0 = the document; None = a rule
+    with no word). Calls of rules that cannot complete are cut, with every state that needed them;
+    rules the document never reaches are dropped. None if the document itself cannot complete."""
+    if sum(d.num_states for d in composed if d is not None) > MAX_STATES:
+        raise TooLarge(f"more than {MAX_STATES} states in all rules")
+    bodies = []
+    for d in composed:
+        deadline.check()
+        bodies.append(None if d is None else _body(d))
+    n_rules = len(bodies)
+    for b in bodies:
+        if b is not None:
+            b.edges = b.edges[b.edges[:, 1] < n_rules]
+    ok = _productive_rules(bodies)
+    if not ok[0]:
+        return None
+    for r, b in enumerate(bodies):
+        if b is not None and ok[r] and not ok[b.edges[:, 1]].all():
+            bodies[r] = _cut(b, ok)
+    used = _called_from_root(bodies, ok)
+    deadline.check()
+    return _concatenate([b if used[r] else None for r, b in enumerate(bodies)])
+
+
+def _productive_rules(bodies: list) -> np.ndarray:
+    """Rules whose start can reach a final state, calling only rules that can (least fixpoint)."""
+    ok = np.zeros(len(bodies), dtype=bool)
+    callers: dict[int, set] = {}
+    for r, b in enumerate(bodies):
+        if b is not None:
+            for callee in set(b.edges[:, 1].tolist()):
+                callers.setdefault(callee, set()).add(r)
+    # a body is trimmed with its calls counted as bytes: once all its callees can complete, it can
+    todo = [r for r, b in enumerate(bodies) if b is not None]
+    while todo:
+        r = todo.pop()
+        if not ok[r] and ok[bodies[r].edges[:, 1]].all():
+            ok[r] = True
+            todo += [c for c in callers.get(r, ()) if not ok[c]]
+    grown = True
+    while grown:  # recursion (or calls of rules that cannot complete): search the graph
+        grown = False
+        for r, b in enumerate(bodies):
+            if b is not None and not ok[r] and b.reach(True, np.array([b.start]), ok)[b.final].any():
+                ok[r] = grown = True
+    return ok
+
+
+def _cut(b: _Body, ok: np.ndarray) -> _Body:
+    """Drop calls of unproductive rules and the states that can no longer complete or be reached."""
+    edges = b.edges[ok[b.edges[:, 1]]]
+    b = _Body(b.table, b.final, b.start, b.classes, edges)
+    live = b.reach(False, np.flatnonzero(b.final), ok)
+    table = np.where((b.table >= 0) & live[np.maximum(b.table, 0)], b.table, -1)
+    edges = edges[live[edges[:, 0]] & live[edges[:, 2]]]
+    b = _Body(table, b.final, b.start, b.classes, edges)
+    return _keep(b, b.reach(True, np.array([b.start]), ok) & live)
+
+
+def _called_from_root(bodies: list, ok: np.ndarray) -> np.ndarray:
+    used = np.zeros(len(bodies), dtype=bool)
+    used[0] = True
+    stack = [0]
+    while stack:
+        for callee in set(bodies[stack.pop()].edges[:, 1].tolist()):
+            if ok[callee] and not used[callee]:
+                used[callee] = True
+                stack.append(callee)
+    return used
+
+
+def _concatenate(bodies: list) -> Program:
+    """All bodies in one table: states renumbered by offset, columns over a joint byte partition."""
+    sizes = np.array([0 if b is None else len(b.final) for b in bodies], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    present = [(r, b) for r, b in enumerate(bodies) if b is not None]
+    reps, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
+    tables = []
+    for r, b in present:
+        t = b.table[:, b.classes[reps]]
+        tables.append(np.where(t >= 0, t + offsets[r], -1).astype(np.int32))
+    trans = np.ascontiguousarray(np.concatenate(tables)[:, joint])
+    final = np.concatenate([b.final for _, b in present])
+    rule_of = np.repeat(np.arange(len(bodies), dtype=np.int32), sizes)
+    rule_start = np.array([-1 if b is None else offsets[r] + b.start for r, b in enumerate(bodies)], dtype=np.int32)
+    edges = np.concatenate([b.edges + np.array([offsets[r], 0, offsets[r]]) for r, b in present]).astype(np.int64)
+    edges = edges[np.lexsort((edges[:, 1], edges[:, 0]))]
+    counts = np.bincount(edges[:, 0], minlength=len(final))
+    return Program(trans=trans, final=final, rule_of=rule_of, rule_start=rule_start,
+                   call_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+                   call_rule=edges[:, 1].astype(np.int32), call_ret=edges[:, 2].astype(np.int32),
+                   classes=joint.astype(np.int64))

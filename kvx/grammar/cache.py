@@ -1,0 +1,89 @@
+"""The grammar disk cache: a compiled program and its byte distances per schema and tokenizer.
+
+$KVX_CACHE/grammar/<schema + options + compiler source hash>-<tokenizer hash>.npz. Writes are atomic
+(temp file + rename); an unreadable or foreign entry is deleted and rebuilt.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from kvx.grammar.automata.pda import Program
+from kvx.grammar.tokens.vocab import TokenVocab
+from kvx.paths import cache_root
+
+CACHE_FORMAT = 2  # 2: pushdown programs (rules and call edges) instead of one DFA
+_ARRAYS = ("trans", "final", "rule_of", "rule_start", "call_ptr", "call_rule", "call_ret", "classes")
+
+
+def cache_dir() -> Path:
+    return cache_root() / "grammar"
+
+
+@lru_cache(maxsize=1)
+def _compiler_hash() -> str:
+    """Hash of the grammar package sources, so a compiler change never serves a stale program."""
+    root = Path(__file__).parent
+    h = hashlib.sha256(str(CACHE_FORMAT).encode())
+    for src in sorted(root.rglob("*.py")):
+        h.update(str(src.relative_to(root)).encode() + src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def cache_path(schema, options: dict, vocab: TokenVocab) -> Path:
+    key = json.dumps({"schema": schema, "options": options, "compiler": _compiler_hash()}, sort_keys=True)
+    schema_hash = hashlib.sha256(key.encode()).hexdigest()[:24]
+    return cache_dir() / f"{schema_hash}-{vocab.hash[:16]}.npz"
+
+
+def load(path: Path):
+    """(program, byte distances, warnings, post_checks), or None (absent, or dropped as unreadable)."""
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in _ARRAYS}
+            dist = data["dist"].astype(np.int32)
+            meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+        program = Program(trans=arrays["trans"].astype(np.int32), final=arrays["final"].astype(bool),
+                          rule_of=arrays["rule_of"].astype(np.int32), rule_start=arrays["rule_start"].astype(np.int32),
+                          call_ptr=arrays["call_ptr"].astype(np.int64), call_rule=arrays["call_rule"].astype(np.int32),
+                          call_ret=arrays["call_ret"].astype(np.int32), classes=arrays["classes"].astype(np.int64))
+        _validate(program, dist)
+        return program, dist, meta["warnings"], meta["post_checks"]
+    except Exception:  # corrupt or foreign entry: drop it and rebuild
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _validate(p: Program, dist: np.ndarray) -> None:
+    n = p.num_states
+    if p.trans.ndim != 2 or p.trans.shape[1] != 256 or p.final.shape != (n,) or dist.shape != (n,):
+        raise ValueError("shape mismatch")
+    if p.trans.max() >= n or p.trans.min() < -1 or p.call_ptr.shape != (n + 1,) or p.classes.shape != (256,):
+        raise ValueError("state out of range")
+    if not 0 <= p.start < n or (len(p.call_ret) and (p.call_ret.max() >= n or p.call_rule.max() >= p.num_rules)):
+        raise ValueError("edge out of range")
+
+
+def store(path: Path, program: Program, dist: np.ndarray, warnings: list[str], post_checks: list[str]) -> None:
+    meta = json.dumps({"warnings": warnings, "post_checks": post_checks}).encode("utf-8")
+    arrays = {k: getattr(program, k) for k in _ARRAYS}
+    if program.num_states < 32767:
+        arrays["trans"] = arrays["trans"].astype(np.int16)
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, dist=dist, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full cache only costs speed
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)

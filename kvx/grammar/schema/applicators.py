@@ -1,0 +1,254 @@
+"""In-place applicators -> alternatives: the schemas that apply to one value, as a union (anyOf,
+oneOf, if/else, dependencies) of conjunctions (allOf, $ref, not, the pieces themselves).
+
+An alternative is a tuple of `Piece`s: every schema object whose own keywords must all hold. A piece
+keeps the path of pieces it was reached through, so unevaluatedProperties/Items can tell which
+keywords are in its scope. Where the schema uses unevaluated*, anyOf expands to every non-empty
+subset of its branches (a value valid under two branches is evaluated by both), so the scopes are
+exact; elsewhere a branch each.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema.keywords import Notes
+from kvx.grammar.schema.negate import Negator
+from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
+
+MAX_ALTERNATIVES = 256
+MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternatives
+
+
+@dataclass(frozen=True)
+class Piece:
+    ptr: str
+    path: tuple  # pointers of the pieces this one was reached through, outermost first
+    annotates: bool = True  # False under `not` (and if's negation): its keywords evaluate nothing
+
+
+Alternative = tuple  # of Piece
+
+
+def uses_unevaluated(node) -> bool:
+    if isinstance(node, dict):
+        if "unevaluatedProperties" in node or "unevaluatedItems" in node:
+            return True
+        return any(uses_unevaluated(v) for v in node.values())
+    if isinstance(node, list):
+        return any(uses_unevaluated(v) for v in node)
+    return False
+
+
+class Applicators:
+    def __init__(self, doc: Document, notes: Notes):
+        self.doc = doc
+        self.notes = notes
+        self.negator = Negator(doc)
+        self.subsets = uses_unevaluated(doc.root)
+        self._synthesised: dict[tuple, tuple] = {}  # one pointer per made-up schema, so rules are shared
+
+    def alternatives(self, pointers: tuple) -> list[Alternative]:
+        """The union of conjunctions of pieces that apply to a value under all of `pointers`."""
+        alts: list[Alternative] = [()]
+        for ptr in pointers:
+            alts = self._product(alts, self._one(ptr, (), frozenset(), True), ptr)
+        return _dedupe(alts)
+
+    def _product(self, a: list, b: list, ptr: str) -> list:
+        out = [x + y for x in a for y in b]
+        if len(out) > MAX_ALTERNATIVES:
+            where = self.doc.display(ptr) or "/"
+            raise UnsupportedSchema(f"schema too large for the automaton at {where} (more than "
+                                    f"{MAX_ALTERNATIVES} anyOf/oneOf/if combinations)", None, where)
+        return out
+
+    def _union(self, parts: list[list], ptr: str) -> list:
+        out = [alt for part in parts for alt in part]
+        if len(out) > MAX_ALTERNATIVES:
+            return self._product(out, [()], ptr)  # raises
+        return out
+
+    def _one(self, ptr: str, path: tuple, active: frozenset, notes: bool) -> list[Alternative]:
+        """`notes`: the pieces produce annotations (unevaluated* scopes); not under a negation."""
+        node = self.doc.at(ptr)
+        if node is True:
+            return [()]
+        if node is False:
+            return []
+        if not isinstance(node, dict):
+            where = self.doc.display(ptr) or "/"
+            raise UnsupportedSchema(f"invalid schema: expected an object or boolean at {where}", None, where)
+        if ptr in active:
+            where = self.doc.display(ptr) or "/"
+            raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (a schema that applies to itself "
+                                    "without a nested value)", "$ref", where)
+        self._check_shape(ptr, node)
+        active = active | {ptr}
+        inner = path + (ptr,)
+        if "$ref" in node and self.doc.dialect in LEGACY:  # draft <= 7: $ref replaces its siblings
+            target = self._target(node["$ref"], ptr)
+            return [] if target is None else self._one(target, path, active, notes)
+        alts: list[Alternative] = [(Piece(ptr, path, notes),)]
+        for kw in ("$ref", "kvx:ref"):
+            if kw in node:
+                target = self._target(node[kw], ptr) if kw == "$ref" else node[kw]
+                alts = [] if target is None else self._product(alts, self._one(target, inner, active, notes), ptr)
+        for i in range(len(node.get("allOf", []))):
+            alts = self._product(alts, self._one(f"{ptr}/allOf/{i}", inner, active, notes), ptr)
+        if "anyOf" in node:
+            alts = self._product(alts, self._any_of(ptr, inner, active, notes), ptr)
+        if "oneOf" in node:
+            n = len(node["oneOf"])
+            if n > 1:
+                self.notes.post_check("oneOf", ptr, "generated as anyOf: that exactly one branch holds")
+            branches = [self._one(f"{ptr}/oneOf/{i}", inner, active, notes) for i in range(n)]
+            alts = self._product(alts, self._union(branches, ptr), ptr)
+        if "not" in node:
+            negated = self._negation(f"{ptr}/not", ptr, "not")
+            if negated is not None:
+                alts = self._product(alts, self._one(negated, inner, active, False), ptr)
+        if "if" in node:
+            alts = self._product(alts, self._if(ptr, node, inner, active, notes), ptr)
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            for key, dep in (node.get(kw) or {}).items():
+                alts = self._product(alts, self._dependency(ptr, kw, key, dep, inner, active, notes), ptr)
+        return alts
+
+    def applicable(self, pointers: tuple, limit: int = 64) -> tuple:
+        """Every schema that may apply in place to a value at `pointers` (the schemas, their $ref
+        targets, allOf/anyOf/oneOf branches, then/else; breadth first): the value's *context*, which
+        fixes the order its object members are written in, whichever branch it takes."""
+        out, todo = [], list(pointers)
+        while todo and len(out) < limit:
+            ptr = todo.pop(0)
+            node = self.doc.at(ptr)
+            if not isinstance(node, dict) or ptr in out:
+                continue
+            out.append(ptr)
+            if isinstance(node.get("$ref"), str):
+                try:
+                    todo.append(self.doc.resolve(node["$ref"], ptr))
+                except UnsupportedSchema:
+                    pass
+            for kw in ("allOf", "anyOf", "oneOf"):
+                if isinstance(node.get(kw), list):
+                    todo += [f"{ptr}/{kw}/{i}" for i in range(len(node[kw]))]
+            todo += [f"{ptr}/{kw}" for kw in ("then", "else") if kw in node]
+        return tuple(out)
+
+    def key_order(self, context: tuple) -> tuple:
+        """Property names in the order the context's schemas list them: `properties`, then the
+        names only `required` lists."""
+        order: dict[str, None] = {}
+        for kw in ("properties", "required"):
+            for ptr in context:
+                names = self.doc.at(ptr).get(kw)
+                order.update(dict.fromkeys(names if isinstance(names, (dict, list)) else ()))
+        return tuple(k for k in order if isinstance(k, str))
+
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple:
+        """The context of a member (object key) or item (array index) of a value with `context`."""
+        out = []
+        for ptr in context:
+            node = self.doc.at(ptr)
+            if key is not None:
+                if isinstance(node.get("properties"), dict) and key in node["properties"]:
+                    out.append(f"{ptr}/properties/{escape(key)}")
+                elif "additionalProperties" in node:
+                    out.append(f"{ptr}/additionalProperties")
+            else:
+                prefix = node.get("prefixItems", node.get("items"))
+                if isinstance(prefix, list):
+                    if index < len(prefix):
+                        out.append(f"{ptr}/{'prefixItems' if 'prefixItems' in node else 'items'}/{index}")
+                elif "items" in node:
+                    out.append(f"{ptr}/items")
+        return self.applicable(tuple(out))
+
+    def _check_shape(self, ptr: str, node: dict) -> None:
+        """The applicators this walk reads have the shape the spec requires (the meta-schema check
+        is the CLI's, when it loads the schema)."""
+        for kw in ("allOf", "anyOf", "oneOf"):
+            if kw in node and (not isinstance(node[kw], list) or not node[kw]):
+                self._invalid(ptr, kw, "a non-empty array")
+        for kw in ("$ref", "kvx:ref"):
+            if kw in node and not isinstance(node[kw], str):
+                self._invalid(ptr, kw, "a string")
+        for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
+            deps = node.get(kw, {})
+            if not isinstance(deps, dict) or not all(
+                    isinstance(d, (dict, bool)) or (isinstance(d, list) and all(isinstance(x, str) for x in d))
+                    for d in deps.values()):
+                self._invalid(ptr, kw, "an object of schemas or name arrays")
+
+    def _invalid(self, ptr: str, keyword: str, what: str):
+        where = self.doc.display(ptr) or "/"
+        raise UnsupportedSchema(f"invalid schema: '{keyword}' must be {what} at {where}", keyword, where)
+
+    def _target(self, ref: str, ptr: str) -> str | None:
+        """Pointer a $ref names; None (no value allowed there, with a warning) if it names nothing."""
+        try:
+            return self.doc.resolve(ref, ptr)
+        except DanglingRef as err:
+            self.notes.warn_once(f"{err.pointer}", f"{err}: no value is generated there")
+            return None
+
+    def _negation(self, target: str, ptr: str, keyword: str) -> str | None:
+        """Pointer of the negation of `target`; None where lenient lets an unwritable one go
+        (over-approximated, checked after generation)."""
+        try:
+            return self.negator.negate(target)
+        except UnsupportedSchema as err:
+            if not self.notes.lenient:
+                raise
+            self.notes.post_check(keyword, ptr, f"not enforced while generating ({err})")
+            return None
+
+    def _any_of(self, ptr: str, inner: tuple, active: frozenset, notes: bool) -> list:
+        n = len(self.doc.at(ptr)["anyOf"])
+        branches = [self._one(f"{ptr}/anyOf/{i}", inner, active, notes) for i in range(n)]
+        if not self.subsets or n == 1 or n > MAX_SUBSET_BRANCHES:
+            return self._union(branches, ptr)
+        out = []
+        for size in range(1, n + 1):
+            for chosen in combinations(branches, size):
+                part: list = [()]
+                for b in chosen:
+                    part = self._product(part, b, ptr)
+                out = self._union([out, part], ptr)
+        return out
+
+    def _if(self, ptr: str, node: dict, inner: tuple, active: frozenset, notes: bool) -> list:
+        cond = self._one(f"{ptr}/if", inner, active, notes)
+        if "then" in node:
+            cond = self._product(cond, self._one(f"{ptr}/then", inner, active, notes), ptr)
+        negated = self._negation(f"{ptr}/if", ptr, "if")
+        other = [()] if negated is None else self._one(negated, inner, active, False)
+        if "else" in node:
+            other = self._product(other, self._one(f"{ptr}/else", inner, active, notes), ptr)
+        return self._union([cond, other], ptr)
+
+    def _dependency(self, ptr: str, kw: str, key: str, dep, inner: tuple, active: frozenset,
+                    notes: bool) -> list:
+        """key absent, or present with its dependency (names that must be there too, or a schema)."""
+        if (ptr, kw, key) not in self._synthesised:
+            absent = self.doc.synthesise({"kvx:absent": [key]}, ptr)
+            if isinstance(dep, list):
+                present = self.doc.synthesise({"required": [key] + dep}, ptr)
+            else:
+                present = self.doc.synthesise({"required": [key], "kvx:ref": f"{ptr}/{kw}/{escape(key)}"}, ptr)
+            self._synthesised[(ptr, kw, key)] = (absent, present)
+        absent, present = self._synthesised[(ptr, kw, key)]
+        return self._union([self._one(absent, inner, active, notes), self._one(present, inner, active, notes)], ptr)
+
+
+def _dedupe(alts: list) -> list:
+    seen, out = set(), []
+    for alt in alts:
+        unique = tuple(dict.fromkeys(alt))
+        if unique not in seen:
+            seen.add(unique)
+            out.append(unique)
+    return out

@@ -1,0 +1,91 @@
+"""Entry of the schema compiler: JSON Schema -> pushdown automaton (rules of byte DFAs), or a
+one-line UnsupportedSchema naming the keyword and JSON pointer, within the compile deadline."""
+from __future__ import annotations
+
+import gc
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import jsonschema
+from jsonschema.validators import validator_for
+
+from kvx.grammar.automata import deadline as deadlines
+from kvx.grammar.automata.pda import Program
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.schema.refs import DIALECTS
+from kvx.grammar.schema.rules import Options, RuleBuilder
+
+WHITESPACE_MODES = ("compact", "flexible")
+DEADLINE_S = 0.55  # seconds of work: refused within 1 s, the freeing of a big abandoned build included
+
+
+@dataclass
+class CompiledSchema:
+    program: Program
+    warnings: list[str] = field(default_factory=list)  # lenient-mode and ignored-keyword notes
+    post_checks: list[str] = field(default_factory=list)  # JSON pointers left to jsonschema after generation
+    states: int = 0
+    build_seconds: float = 0.0
+
+
+def validator_class(schema):
+    """The jsonschema validator of the schema's dialect ($schema), 2020-12 when it names none."""
+    return validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
+        else jsonschema.Draft202012Validator
+
+
+def _check_root(schema) -> None:
+    if not isinstance(schema, (dict, bool)):
+        raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
+    dialect = schema.get("$schema") if isinstance(schema, dict) else None
+    if isinstance(dialect, str) and not any(
+            dialect.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(p)
+            for p in DIALECTS):
+        raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {dialect!r})", "$schema", "")
+
+
+def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, lenient: bool = False,
+                    max_states: int = 50_000, deadline: deadlines.Deadline | None = None) -> CompiledSchema:
+    """Compile `schema` to rules over the UTF-8 bytes of the JSON text the grammar allows.
+
+    Raises UnsupportedSchema (one line, naming keyword and JSON pointer) for invalid schemas,
+    keywords the automaton cannot enforce (unless `lenient`), automata over `max_states` states per
+    rule, and compiles that run past `deadline` (default: the caller's active one, else DEADLINE_S
+    seconds from now)."""
+    if whitespace not in WHITESPACE_MODES:
+        raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {whitespace!r}")
+    if max_ws < 0:
+        raise UnsupportedSchema("max_ws must be >= 0")
+    t0 = time.perf_counter()
+    with paused_gc(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
+        return _compile(schema, Options(whitespace, max_ws, lenient, max_states), t0)
+
+
+@contextmanager
+def paused_gc():
+    """The build allocates many short-lived containers: collections would rescan them all. A
+    refusal leaves with its traceback dropped, so the build it held is freed while the collector is
+    still off (else the first collection after it scans all of it)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    except UnsupportedSchema as err:
+        raise err.with_traceback(None) from None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _compile(schema, options: Options, t0: float) -> CompiledSchema:
+    _check_root(schema)
+    builder = RuleBuilder(schema, options, validator_class(schema))
+    try:
+        program = builder.program()
+    except TooLarge as err:
+        raise UnsupportedSchema(f"schema too large for the automaton at / ({err})", None, "") from None
+    if program is None:
+        raise UnsupportedSchema("schema admits no JSON value at /", None, "")
+    return CompiledSchema(program=program, warnings=builder.notes.warnings, post_checks=builder.notes.post_checks,
+                          states=program.num_states, build_seconds=time.perf_counter() - t0)

@@ -1,0 +1,73 @@
+"""Which keywords the compiler enforces, leaves to the check after generation, or refuses; and the
+notes (warnings, post-checked pointers) it gathers while walking a schema."""
+from __future__ import annotations
+
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema.refs import Document, escape
+
+TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+META = {"$schema", "$id", "id", "$anchor", "$defs", "definitions", "$comment", "title", "description",
+        "examples", "default", "deprecated", "readOnly", "writeOnly", "$vocabulary", "contentMediaType",
+        "contentEncoding", "contentSchema", "$dynamicAnchor", "$recursiveAnchor", "discriminator",
+        "example", "externalDocs", "xml"}
+APPLICATORS = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
+               "dependentSchemas", "dependencies", "kvx:ref"}
+ENFORCED = {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
+            "prefixItems", "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern",
+            "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable",
+            "patternProperties", "minProperties", "maxProperties", "propertyNames", "contains",
+            "minContains", "maxContains", "multipleOf", "unevaluatedProperties", "unevaluatedItems"}
+POST_CHECKED = {"uniqueItems"}  # the automaton over-approximates; jsonschema checks the record
+# what negations are written with (kvx/grammar/schema/negate.py); never in a user's schema
+INTERNAL = {"kvx:ref", "kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction"}
+UNSUPPORTED = {"$dynamicRef", "$recursiveRef"}
+
+
+class Notes:
+    """Warnings and post-checked pointers of one compile; refuses what the automaton cannot do
+    (unless lenient: then the keyword is over-approximated and checked after generation)."""
+
+    def __init__(self, doc: Document, lenient: bool):
+        self.doc = doc
+        self.lenient = lenient
+        self.warnings: list[str] = []
+        self.post_checks: list[str] = []
+        self._seen: set[str] = set()
+
+    def where(self, ptr: str) -> str:
+        return self.doc.display(ptr) or "/"
+
+    def post_check(self, keyword: str, ptr: str, what: str) -> None:
+        """`keyword` at `ptr` is only checked after generation (jsonschema), and said so."""
+        where = f"{self.doc.display(ptr)}/{escape(keyword)}"
+        if where not in self._seen:
+            self._seen.add(where)
+            self.warnings.append(f"keyword '{keyword}' at {self.where(ptr)}: {what}; checked after generation")
+            self.post_checks.append(where)
+
+    def unsupported(self, keyword: str, ptr: str, what: str) -> None:
+        """Refuse (one line, keyword and pointer), or with lenient over-approximate and post-check."""
+        if not self.lenient:
+            display = self.doc.display(ptr)
+            raise UnsupportedSchema(f"unsupported keyword '{keyword}' at {display or '/'}"
+                                    + (f" ({what})" if what else ""), keyword, display)
+        self.post_check(keyword, ptr, what or "not enforced while generating")
+
+    def warn_once(self, key: str, message: str) -> None:
+        if key not in self._seen:
+            self._seen.add(key)
+            self.warnings.append(message)
+
+    def check_keywords(self, ptr: str, node: dict) -> None:
+        """Unknown keywords are annotations (a warning); refused ones raise."""
+        for kw in node:
+            if kw in ENFORCED or kw in META or kw in APPLICATORS or kw in INTERNAL:
+                continue
+            if kw == "uniqueItems":
+                if node[kw] is True:
+                    self.post_check(kw, ptr, "the automaton cannot compare items")
+            elif kw in UNSUPPORTED:
+                self.unsupported(kw, ptr, "")
+            elif not kw.startswith("x-"):  # x-...: vendor annotations, by convention
+                self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
+                               f"unknown keyword '{kw}' at {self.where(ptr)} ignored")

@@ -1,0 +1,145 @@
+"""`not S` in its common forms: S rewritten as a schema for the complement (what `not`, `if`'s else
+branch and `oneOf` need). A schema object is the conjunction of its keywords, so its negation is the
+union of the negated keywords; each negated keyword also names the type it constrains (`minimum: 3`
+holds for every string, so `not minimum: 3` is a number below 3).
+
+The result uses ordinary keywords plus a few internal ones the compiler alone reads: `kvx:exclude`
+(values), `kvx:absent` (keys), `kvx:notPattern`, `kvx:notFormat`, `kvx:fraction` (a number that is
+not an integer) and `kvx:ref` (a pointer, for a schema already in the document). Forms it cannot
+write raise UnsupportedSchema naming `not` and the keyword.
+"""
+from __future__ import annotations
+
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema.keywords import META, TYPES
+from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
+
+MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
+
+
+class Negator:
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self.memo: dict[str, str] = {}
+
+    def negate(self, ptr: str, depth: int = 0) -> str:
+        """Pointer of a schema that holds exactly where the schema at `ptr` does not."""
+        hit = self.memo.get(ptr)
+        if hit is None:
+            if depth > MAX_NESTING:
+                self._refuse(ptr, "$ref", "recursive schema")
+            hit = self.memo[ptr] = self.doc.synthesise(self._negation(ptr, depth), ptr)
+        return hit
+
+    def _target(self, ref: str, ptr: str) -> str | None:
+        try:
+            return self.doc.resolve(ref, ptr)
+        except DanglingRef:  # a $ref to nothing allows nothing (applicators.py): its negation, anything
+            return None
+
+    def _refuse(self, ptr: str, keyword: str, what: str = ""):
+        where = self.doc.display(ptr) or "/"
+        raise UnsupportedSchema(f"unsupported keyword 'not' at {where} (negating '{keyword}'"
+                                + (f": {what}" if what else "") + ")", "not", where)
+
+    def _negation(self, ptr: str, depth: int):
+        node = self.doc.at(ptr)
+        if node is True:
+            return False
+        if node is False:
+            return True
+        if not isinstance(node, dict):
+            self._refuse(ptr, "schema", "not a schema")
+        if "$ref" in node and self.doc.dialect in LEGACY:
+            target = self._target(node["$ref"], ptr)
+            return True if target is None else {"kvx:ref": self.negate(target, depth + 1)}
+        branches: list = []
+        for kw, value in node.items():
+            # then/else are negated with `if`, draft 4's boolean exclusive* with minimum/maximum
+            if kw in META or kw in ("then", "else") or (kw.startswith("exclusiveM") and isinstance(value, bool)):
+                continue
+            branches += self._keyword(ptr, node, kw, value, depth)
+        return {"anyOf": branches} if branches else False
+
+    def _keyword(self, ptr: str, node: dict, kw: str, value, depth: int) -> list:
+        sub = f"{ptr}/{escape(kw)}"
+        if kw == "$ref":
+            target = self._target(value, ptr)
+            return [{}] if target is None else [{"kvx:ref": self.negate(target, depth + 1)}]
+        if kw == "kvx:ref":
+            return [{"kvx:ref": self.negate(value, depth + 1)}]
+        if kw == "type":
+            names = {value} if isinstance(value, str) else set(value)
+            if node.get("nullable") is True:
+                names.add("null")
+            if "number" in names:
+                names.add("integer")
+            others = [t for t in TYPES if t not in names and t != "number"]
+            out = [{"type": others}] if others else []
+            if "integer" in names and "number" not in names:
+                out.append({"type": "number", "kvx:fraction": True})
+            return out
+        if kw == "nullable":  # part of `type`
+            return []
+        if kw in ("enum", "const"):
+            return [{"kvx:exclude": value if kw == "enum" else [value]}]
+        if kw == "required":
+            return [{"type": "object", "kvx:absent": [r]} for r in value]
+        if kw == "properties":
+            if node.get("additionalProperties", True) is not True or "patternProperties" in node:
+                self._refuse(ptr, "additionalProperties")
+            return [{"type": "object", "required": [k],
+                     "properties": {k: {"kvx:ref": self.negate(f"{sub}/{escape(k)}", depth + 1)}}}
+                    for k in value]
+        if kw in ("additionalProperties", "patternProperties"):
+            if value is True or value == {}:
+                return []
+            self._refuse(ptr, kw)
+        if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            return [self._bound(node, kw, value)]
+        if kw in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+            return self._count(kw, value)
+        if kw == "pattern":
+            return [{"type": "string", "kvx:notPattern": [value]}]
+        if kw == "format":
+            return [{"type": "string", "kvx:notFormat": value}]
+        if kw == "allOf":
+            return [{"kvx:ref": self.negate(f"{sub}/{i}", depth + 1)} for i in range(len(value))]
+        if kw == "anyOf":
+            return [{"allOf": [{"kvx:ref": self.negate(f"{sub}/{i}", depth + 1)} for i in range(len(value))]}]
+        if kw == "oneOf":  # none holds, or two do
+            none = {"allOf": [{"kvx:ref": self.negate(f"{sub}/{i}", depth + 1)} for i in range(len(value))]}
+            pairs = [{"allOf": [{"kvx:ref": f"{sub}/{i}"}, {"kvx:ref": f"{sub}/{j}"}]}
+                     for i in range(len(value)) for j in range(i + 1, len(value))]
+            return [none] + pairs
+        if kw == "not":
+            return [{"kvx:ref": sub}]
+        if kw == "if":
+            then = [{"kvx:ref": sub}, {"kvx:ref": self.negate(f"{ptr}/then", depth + 1)}] if "then" in node else None
+            other = ([{"kvx:ref": self.negate(sub, depth + 1)}, {"kvx:ref": self.negate(f"{ptr}/else", depth + 1)}]
+                     if "else" in node else None)
+            return [{"allOf": b} for b in (then, other) if b is not None]
+        if kw in ("kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction"):
+            self._refuse(ptr, kw)
+        if kw in ("uniqueItems",) and value is False:
+            return []
+        if kw in ("items", "prefixItems", "contains", "uniqueItems", "additionalItems", "multipleOf",
+                  "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+                  "unevaluatedItems", "unevaluatedProperties", "minContains", "maxContains",
+                  "$dynamicRef", "$recursiveRef"):
+            self._refuse(ptr, kw)
+        return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere
+
+    @staticmethod
+    def _bound(node: dict, kw: str, value) -> dict:
+        strict = kw.startswith("exclusive") or node.get("exclusive" + kw[:1].upper() + kw[1:]) is True
+        lower = kw.endswith("inimum")
+        flipped = ("maximum" if strict else "exclusiveMaximum") if lower else ("minimum" if strict else "exclusiveMinimum")
+        return {"type": "number", flipped: value}
+
+    @staticmethod
+    def _count(kw: str, value) -> list:
+        kind = {"Length": "string", "Items": "array", "Properties": "object"}[kw[3:]]
+        if kw.startswith("min"):
+            return [{"type": kind, "max" + kw[3:]: value - 1}] if value > 0 else []
+        return [{"type": kind, "min" + kw[3:]: value + 1}]

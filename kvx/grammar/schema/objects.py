@@ -1,0 +1,298 @@
+"""The body of an object rule for one alternative: `{`, members, `}`.
+
+Declared properties come in `properties` order, optional ones may be left out; then, in any order,
+the names only `required` lists (each once, all of them) and any number of other keys. The key space of the others is cut by the
+patternProperties regexes they match (each region gets the conjunction of its schemas, or
+additionalProperties / unevaluatedProperties where nothing matches), minus the declared names in
+every spelling (`"\\u0061"` cannot smuggle in a declared `a`), within propertyNames. Members are
+counted when minProperties/maxProperties ask for it. A finite automaton cannot stop two extra keys
+from being equal; json.loads keeps the last, which still validates because both obey the same schema.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.compose import fast_compile
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.dfa_ops import product
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema import charset as cs
+from kvx.grammar.schema import strings
+from kvx.grammar.schema.containers import Body
+from kvx.grammar.schema.refs import escape
+from kvx.grammar.schema.scalars import count_keyword
+from kvx.grammar.schema.values import dumps
+
+MAX_PATTERNS = 6  # patternProperties regexes in one object: 2^n key regions
+MAX_LOOSE = 6  # required names no `properties` declares, tracked as a set (2^n); past that, in order
+
+
+class ObjectBody(Body):
+    def __init__(self, slots, alt, context: tuple):
+        super().__init__(slots, alt, context)
+        self.rank = {k: i for i, k in enumerate(slots.key_order(context))}
+
+    def build(self) -> ra.Node:
+        order, required = self._declared()
+        absent = {k for node in self.nodes for k in node.get("kvx:absent", [])}
+        declared = {k for node in self.nodes for k in node.get("properties", {})}
+        loose_keys = [k for k in order if k not in declared] if len(order) - len(declared) <= MAX_LOOSE else []
+        members, loose = [], []
+        for key in order:
+            member = self._member(key, absent)
+            if member is None:
+                if key in required:
+                    return ra.NOTHING
+                continue
+            (loose if key in loose_keys else members).append((member, key in required))
+        extra = self._extra(tuple(order) + tuple(sorted(absent - set(order))))
+        lo, hi = 0, None
+        for p, node in zip(self.alt, self.nodes):
+            where = self.s.notes.where(p.ptr)
+            lo = max(lo, count_keyword(node, "minProperties", where, 0))
+            m = count_keyword(node, "maxProperties", where, None)
+            hi = m if hi is None or (m is not None and m < hi) else hi
+        graph = members_graph(members, extra, [m for m, _ in loose], lo, hi, self.s.ws)
+        return ra.seq(ra.lit("{"), self.s.ws, graph, ra.lit("}"))
+
+    def _member(self, key: str, absent: set) -> ra.Node | None:
+        value = ra.NOTHING if key in absent or not self._name_ok(key) else \
+            self.s.value(self._key_schemas(key), self.s.member_context(self.context, key=key))
+        if ra.is_nothing(value):
+            return None
+        ws = self.s.ws
+        return ra.seq(ra.lit(dumps(key)), ws, ra.lit(":"), ws, value, ws)
+
+    def _declared(self) -> tuple[list, set]:
+        order: list[str] = []
+        required: set[str] = set()
+        for p, node in zip(self.alt, self.nodes):
+            props = node.get("properties", {})
+            if not isinstance(props, dict):
+                where = self.s.notes.where(p.ptr)
+                raise UnsupportedSchema(f"invalid schema: 'properties' must be an object at {where}", "properties", where)
+            order += [k for k in props if k not in order]
+        for p, node in zip(self.alt, self.nodes):
+            req = node.get("required", [])
+            if not isinstance(req, list) or not all(isinstance(r, str) for r in req):
+                where = self.s.notes.where(p.ptr)
+                raise UnsupportedSchema(f"invalid schema: 'required' must be an array of strings at {where}",
+                                        "required", where)
+            order += [k for k in req if k not in order]
+            required |= set(req)
+        position = {k: i for i, k in enumerate(order)}
+        order.sort(key=lambda k: (self.rank.get(k, len(self.rank)), position[k]))
+        return order, required
+
+    def _patterns(self, i: int) -> dict:
+        pats = self.nodes[i].get("patternProperties", {})
+        return pats if isinstance(pats, dict) else {}
+
+    def _matches(self, pattern: str, key: str, i: int) -> bool:
+        d = self.s.scalars._pattern(pattern, f"{self.alt[i].ptr}/patternProperties")
+        return d is not None and d.accepts(dumps(key)[1:-1].encode("utf-8"))
+
+    def _evaluates_all(self, i: int) -> bool:
+        """A piece in i's scope evaluates every property (additionalProperties, a nested unevaluated*)."""
+        return any("additionalProperties" in self.nodes[j] or (j != i and "unevaluatedProperties" in self.nodes[j])
+                   for j in self.scope[i])
+
+    def _key_schemas(self, key: str) -> tuple:
+        """Pointers of every schema the value of declared `key` must satisfy."""
+        out = []
+        for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
+            matched = False
+            if key in node.get("properties", {}):
+                out.append(f"{p.ptr}/properties/{escape(key)}")
+                matched = True
+            for pat in self._patterns(i):
+                if self._matches(pat, key, i):
+                    out.append(f"{p.ptr}/patternProperties/{escape(pat)}")
+                    matched = True
+            if matched:
+                continue
+            if "additionalProperties" in node:
+                out.append(f"{p.ptr}/additionalProperties")
+            elif "unevaluatedProperties" in node and not self._evaluated_name(key, i):
+                out.append(f"{p.ptr}/unevaluatedProperties")
+        return tuple(out)
+
+    def _evaluated_name(self, key: str, i: int) -> bool:
+        if self._evaluates_all(i):
+            return True
+        for j in self.scope[i]:
+            if key in self.nodes[j].get("properties", {}):
+                return True
+            if any(self._matches(pat, key, j) for pat in self._patterns(j)):
+                return True
+        return False
+
+    def _name_ok(self, key: str) -> bool:
+        return all(self.s.scalars.valid(key, f"{p.ptr}/propertyNames", node["propertyNames"])
+                   if isinstance(node.get("propertyNames"), dict) else node.get("propertyNames", True) is not False
+                   for p, node in zip(self.alt, self.nodes) if "propertyNames" in node)
+
+    # ---- keys nobody declared -----------------------------------------------------------------
+    def _extra(self, declared: tuple) -> ra.Node | None:
+        patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
+        if len(patterns) > MAX_PATTERNS:
+            where = self.s.notes.where(self.alt[0].ptr)
+            raise UnsupportedSchema(f"schema too large for the automaton at {where} (more than {MAX_PATTERNS} "
+                                    "patternProperties in one object)", "patternProperties", where)
+        regions = []
+        for size in range(len(patterns) + 1):
+            for chosen in combinations(patterns, size):
+                member = self._region(set(chosen), patterns, declared)
+                if member is not None:
+                    regions.append(member)
+        return ra.alt(*regions) if regions else None
+
+    def _region(self, chosen: set, patterns: list, declared: tuple) -> ra.Node | None:
+        """The member of keys matching exactly the patterns in `chosen` (None if there is none)."""
+        ptrs = []
+        for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
+            mine = [pat for pat in self._patterns(i) if pat in chosen]
+            if mine:
+                ptrs += [f"{p.ptr}/patternProperties/{escape(pat)}" for pat in mine]
+            elif "additionalProperties" in node:
+                ptrs.append(f"{p.ptr}/additionalProperties")
+            elif "unevaluatedProperties" in node and not self._region_evaluated(chosen, i):
+                ptrs.append(f"{p.ptr}/unevaluatedProperties")
+        value = self.s.value(tuple(ptrs), self.s.member_context(self.context, key=""))
+        if ra.is_nothing(value):
+            return None
+        key = self._key_language(chosen, patterns, declared)
+        if key is None:
+            return None
+        ws = self.s.ws
+        return ra.seq(strings.quoted(ra.Embed(key)), ws, ra.lit(":"), ws, value, ws)
+
+    def _region_evaluated(self, chosen: set, i: int) -> bool:
+        return self._evaluates_all(i) or any(pat in chosen for j in self.scope[i] for pat in self._patterns(j))
+
+    def _key_language(self, chosen: set, patterns: list, declared: tuple) -> DFA | None:
+        """String bodies matching exactly `chosen`, not declared, within every propertyNames."""
+        key = any_key_body()
+        max_states = self.s.scalars.max_states
+        for pat in patterns:
+            d = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties")
+            if d is None:
+                if pat in chosen:
+                    return None
+                continue
+            key = product(key, d, mode="and" if pat in chosen else "minus", max_states=max_states)
+            if key is None:
+                return None
+        key = _minus_names(key, declared, max_states)
+        for p, node in zip(self.alt, self.nodes):
+            if "propertyNames" in node:
+                names = self._names_language(f"{p.ptr}/propertyNames")
+                key = None if names is None or key is None else product(key, names, max_states=max_states)
+        return key
+
+    def _names_language(self, ptr: str) -> DFA | None:
+        """String bodies a propertyNames schema allows (keys are strings: other types drop out)."""
+        bodies = []
+        for alt in self.s.alternatives((ptr,)):
+            pieces = [(p.ptr, self.s.doc.at(p.ptr)) for p in alt]
+            for piece_ptr, node in pieces:
+                self.s.notes.check_keywords(piece_ptr, node)
+                if "type" in node and "string" not in ([node["type"]] if isinstance(node["type"], str) else node["type"]):
+                    break
+            else:
+                listed = _enum_strings(pieces)
+                if listed is not None:  # the listed names that pass the rest, in every spelling
+                    names = [n for n in listed if all(self.s.scalars.valid(n, p, node) for p, node in pieces)]
+                    bodies += [ra.seq(*(strings.json_char(cs.of(c)) for c in n)) for n in names]
+                    continue
+                spec = self.s.scalars.string_spec(pieces)
+                if spec is not None:
+                    bodies.append(self.s.scalars.string_body(spec))
+        return fast_compile(ra.alt(*bodies), self.s.scalars.max_states) if bodies else None
+
+
+def _enum_strings(pieces: list) -> list | None:
+    """The string members every enum/const of the pieces allows (None: no piece lists any)."""
+    out = None
+    for _, node in pieces:
+        for kw in ("enum", "const"):
+            if kw in node:
+                vals = [node["const"]] if kw == "const" else node["enum"]
+                vals = [v for v in vals if isinstance(v, str)]
+                out = vals if out is None else [v for v in out if v in vals]
+    return out
+
+
+_ANY_KEY: list = []
+
+
+def any_key_body() -> DFA:
+    if not _ANY_KEY:
+        _ANY_KEY.append(fast_compile(strings.string_body()))
+    return _ANY_KEY[0]
+
+
+_NOT_NAMES: dict[tuple, object] = {}
+
+
+def _minus_names(body, names: tuple, max_states: int):
+    """`body` without any spelling of the given names (their decoded value, not just their text);
+    kept per name set for any-key bodies (every object with extra keys needs one)."""
+    if body is None or not names:
+        return body
+    key = (id(body), names) if body is any_key_body() else None
+    hit = _NOT_NAMES.get(key) if key else None
+    if hit is None:
+        spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in name)) for name in names))
+        hit = product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
+        if key:
+            if len(_NOT_NAMES) > 1024:
+                _NOT_NAMES.clear()
+            _NOT_NAMES[key] = hit
+    return hit
+
+
+def members_graph(members: list, extra, loose: list, lo: int, hi: int | None, ws: ra.Node) -> ra.Node:
+    """Declared members in order (optional ones skippable), then the `loose` members (required, each
+    once, any order) mixed with any number of extras; commas only between written members; lo..hi
+    members in all. Nodes: ("at", i, c) before declared member i with c written (c stops at the
+    largest count that matters), ("x", c, S) among the extras with the loose members S written;
+    a join node per (member, count) so each member's automaton appears once per count."""
+    if hi is not None and hi < lo:
+        return ra.NOTHING
+    n = len(members)
+    top = hi if hi is not None else max(1, lo)
+    ids: dict[tuple, int] = {}
+    nid = lambda key: ids.setdefault(key, len(ids))
+    nid(("at", 0, 0))  # the start
+    sep = ra.seq(ra.lit(","), ws)
+    edges = []
+
+    def write(src: tuple, dst_of_count, join_key, label, c: int) -> None:
+        """src --[comma]--> join(count after) --label--> dst(count after)."""
+        after = c + 1 if hi is not None else min(c + 1, top)
+        if after > top:
+            return
+        fresh = join_key + (after,) not in ids
+        join = nid(join_key + (after,))
+        edges.append((nid(src), join, sep if c else None))
+        if fresh:  # the member's own edge, once per join node
+            edges.append((join, nid(dst_of_count(after)), label))
+
+    for i, (member, req) in enumerate(members):
+        for c in range(top + 1):
+            if not req:
+                edges.append((nid(("at", i, c)), nid(("at", i + 1, c)), None))
+            write(("at", i, c), lambda a, i=i: ("at", i + 1, a), ("join", i), member, c)
+    full = (1 << len(loose)) - 1
+    for c in range(top + 1):
+        edges.append((nid(("at", n, c)), nid(("x", c, 0)), None))
+        for seen in range(full + 1):
+            if extra is not None:
+                write(("x", c, seen), lambda a, seen=seen: ("x", a, seen), ("xjoin", seen), extra, c)
+            for k, member in enumerate(loose):
+                if not seen >> k & 1:
+                    now = seen | 1 << k
+                    write(("x", c, seen), lambda a, now=now: ("x", a, now), ("ljoin", k, now), member, c)
+    finals = tuple(nid(("x", c, full)) for c in range(lo, top + 1))
+    return ra.Graph(len(ids), tuple(edges), finals)

@@ -1,0 +1,148 @@
+"""One schema document: subschemas by JSON pointer, local $ref resolution ($id resources, $anchor),
+the dialect the document is written in, and schemas the compiler synthesises (negations).
+
+A synthesised schema lives under its own pointer "!n" (n = its index); messages name the place of
+the schema it was made from (`display`).
+"""
+from __future__ import annotations
+
+from urllib.parse import unquote, urldefrag, urljoin
+
+from kvx.grammar.errors import UnsupportedSchema
+
+# keywords whose value is a schema, a list of schemas, or a name -> schema map
+SCHEMA_VALUED = {"items", "additionalProperties", "not", "if", "then", "else", "contains",
+                 "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems"}
+SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
+SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+DIALECTS = {  # $schema prefix -> dialect
+    "https://json-schema.org/draft/2020-12/": "2020-12",
+    "https://json-schema.org/draft/2019-09/": "2019-09",
+    "http://json-schema.org/draft-07/": "draft7",
+    "http://json-schema.org/draft-06/": "draft6",
+    "http://json-schema.org/draft-04/": "draft4",
+    "http://json-schema.org/schema": "2020-12",
+}
+LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
+
+
+class DanglingRef(UnsupportedSchema):
+    """A local $ref to nothing: validators only fail when they reach it, so the compiler lets no
+    value go there (and says so) instead of refusing the whole schema."""
+
+
+def escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def dialect_of(root) -> str:
+    """The dialect named by the root's $schema (2020-12 when absent or unknown)."""
+    uri = root.get("$schema") if isinstance(root, dict) else None
+    if isinstance(uri, str):
+        for prefix, name in DIALECTS.items():
+            if uri.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(prefix):
+                return name
+    return "2020-12"
+
+
+def child_pointers(node: dict, pointer: str):
+    """(pointer, subschema) for every direct subschema of `node`."""
+    for key, value in node.items():
+        if key in SCHEMA_VALUED and isinstance(value, (dict, bool)):
+            yield f"{pointer}/{escape(key)}", value
+        elif key in SCHEMA_LISTS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield f"{pointer}/{key}/{i}", sub
+        elif key in SCHEMA_MAPS and isinstance(value, dict):
+            for name, sub in value.items():
+                if isinstance(sub, (dict, bool)):
+                    yield f"{pointer}/{escape(key)}/{escape(name)}", sub
+
+
+class Document:
+    """Finds subschemas by pointer and resolves local references."""
+
+    def __init__(self, root):
+        self.root = root
+        self.dialect = dialect_of(root)
+        self.id_keyword = "id" if self.dialect == "draft4" else "$id"
+        self.base_of: dict[str, str] = {}  # pointer -> base URI in effect there
+        self.resources: dict[str, str] = {}  # absolute URI (no fragment) -> pointer
+        self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
+        self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
+        self._at: dict[str, tuple] = {}
+        self._index(root, "", "")
+
+    def _index(self, node, pointer: str, base: str) -> None:
+        if not isinstance(node, dict):
+            self.base_of[pointer] = base
+            return
+        ident = node.get(self.id_keyword)
+        if isinstance(ident, str) and not ident.startswith("#"):
+            base = urldefrag(urljoin(base, ident))[0]
+            self.resources.setdefault(base, pointer)
+        elif isinstance(ident, str) and len(ident) > 1:  # draft <= 7: "#name" is a location name
+            self.anchors.setdefault(f"{base}{ident}", pointer)
+        if pointer == "":
+            self.resources.setdefault(base, "")
+        for kw in ("$anchor", "$dynamicAnchor"):  # a plain $ref to a $dynamicAnchor acts as to an $anchor
+            if isinstance(node.get(kw), str):
+                self.anchors.setdefault(f"{base}#{node[kw]}", pointer)
+        self.base_of[pointer] = base
+        for ptr, sub in child_pointers(node, pointer):
+            self._index(sub, ptr, base)
+
+    def synthesise(self, schema, made_from: str) -> str:
+        """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
+        self.synthesised.append((schema, self.display(made_from)))
+        return f"!{len(self.synthesised) - 1}"
+
+    def display(self, pointer: str) -> str:
+        """The document pointer a message should name for `pointer`."""
+        if pointer.startswith("!"):
+            return self.synthesised[int(pointer[1:].split("/", 1)[0])][1]
+        return pointer
+
+    def at(self, pointer: str):
+        hit = self._at.get(pointer)
+        if hit is None:
+            hit = self._at[pointer] = (self._lookup(pointer),)
+        return hit[0]
+
+    def _lookup(self, pointer: str):
+        node = self.root
+        tokens = pointer.split("/")
+        if pointer.startswith("!"):
+            node = self.synthesised[int(tokens[0][1:])][0]
+        for raw in tokens[1:]:
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            elif isinstance(node, dict) and token in node:
+                node = node[token]
+            else:
+                raise KeyError(pointer)
+        return node
+
+    def resolve(self, ref: str, pointer: str) -> str:
+        """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
+        pointer = self.display(pointer)
+        where = f"{pointer}/$ref"
+        target = urljoin(self.base_of.get(pointer, ""), ref)
+        uri, fragment = urldefrag(target)
+        fragment = unquote(fragment)
+        if uri not in self.resources:
+            raise UnsupportedSchema(f"unsupported keyword '$ref' (remote reference {ref!r}) at {where or '/'}",
+                                    "$ref", where)
+        base_ptr = self.resources[uri]
+        if fragment == "" or fragment.startswith("/"):
+            ptr = base_ptr + fragment
+            try:
+                self.at(ptr)
+            except KeyError:
+                raise DanglingRef(f"invalid schema: $ref {ref!r} points nowhere at {where}", "$ref", where) from None
+            return ptr
+        key = f"{uri}#{fragment}"
+        if key not in self.anchors:
+            raise DanglingRef(f"invalid schema: $ref {ref!r} names no $anchor at {where}", "$ref", where)
+        return self.anchors[key]

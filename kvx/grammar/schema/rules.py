@@ -1,0 +1,241 @@
+"""JSON Schema -> rules of a pushdown automaton (kvx/grammar/automata/pda.py).
+
+A value slot (the document, a property, an array position) is the union of its alternatives
+(applicators.py): scalar alternatives are written inline as byte automata; all its object
+alternatives become one object rule, all its array alternatives one array rule, and the slot
+calls them. A rule is keyed by its alternatives, so a shape used in many places (or recursively,
+through $ref) is built once, and nesting costs a frame at run time instead of a copy of the
+automaton. Each rule body is composed into a byte DFA (calls spelled as call symbols) and `link`
+joins them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kvx.grammar.automata import deadline
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import literal_set
+from kvx.grammar.automata.compose import Composer
+from kvx.grammar.automata.pda import Program, call_symbol, link
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.schema.applicators import Alternative, Applicators
+from kvx.grammar.schema.arrays import ArrayBody
+from kvx.grammar.schema.keywords import TYPES, Notes
+from kvx.grammar.schema.objects import ObjectBody
+from kvx.grammar.schema.refs import Document
+from kvx.grammar.schema import strings
+from kvx.grammar.schema.scalars import Scalars, StringSpec
+from kvx.grammar.schema.values import dumps, json_equal
+
+
+_STRING_RULES: dict[tuple, object] = {}  # (string specs, max_states) -> composed body, per process
+# the rules of "any value" (`{}`, `true`, unconstrained items and extras) have fixed ids, so their
+# bodies (which call each other) are composed once per process and options
+ANY_STRING = StringSpec(0, None, (), (), (), (), ())
+GENERIC_RULES = {("string", (ANY_STRING,)): 1, ("object", ((),), ()): 2, ("array", ((),), ()): 3}
+_GENERIC_BODIES: dict[tuple, object] = {}
+
+
+@dataclass(frozen=True)
+class Options:
+    whitespace: str = "compact"
+    max_ws: int = 2
+    lenient: bool = False
+    max_states: int = 50_000  # per rule
+
+
+class RuleBuilder:
+    def __init__(self, root, options: Options, validator_class):
+        self.doc = Document(root)
+        self.opt = options
+        self.notes = Notes(self.doc, options.lenient)
+        self.scalars = Scalars(self.notes, options.max_states, validator_class)
+        self.apps = Applicators(self.doc, self.notes)
+        flexible = options.whitespace == "flexible"
+        self.ws = ra.rep(ra.chars(" \t\n\r"), 0, options.max_ws) if flexible else ra.EMPTY
+        self._values: dict[tuple, ra.Node] = {}
+        self._rules: dict[tuple, int] = dict(GENERIC_RULES)
+        self._scheduled: set[int] = set()
+        self._todo: list[tuple[int, str, tuple, tuple]] = []
+        self._where: list[str] = [""] * (1 + len(GENERIC_RULES))  # rule id -> a pointer naming it in messages
+        self._composer = Composer(options.max_states)  # one for all rules: a slot used twice is built once
+        self._strings: dict[int, tuple] = {}  # string rules to build: rule id -> their StringSpecs
+
+    # ---- entry ------------------------------------------------------------------------------
+    def program(self) -> Program | None:
+        bodies = [self._compile(ra.seq(self.ws, self.value(("",), self.apps.applicable(("",))), self.ws), "")]
+        while self._todo or self._strings:
+            if not self._todo:
+                rid, specs = self._strings.popitem()
+                bodies += [None] * (rid + 1 - len(bodies))
+                bodies[rid] = self._string_rule(specs)
+                continue
+            rid, kind, alts, context = self._todo.pop()
+            bodies += [None] * (rid + 1 - len(bodies))
+            generic = (rid, self.opt) if rid in GENERIC_RULES.values() else None
+            bodies[rid] = _GENERIC_BODIES.get(generic)
+            if bodies[rid] is None:
+                body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build()
+                                for alt in alts))
+                bodies[rid] = self._compile(body, self._where[rid])
+                if generic:
+                    _GENERIC_BODIES[generic] = bodies[rid]
+        return link(bodies)
+
+    def _compile(self, node: ra.Node, where: str):
+        try:
+            return self._composer.build(node)
+        except TooLarge as err:
+            display = self.doc.display(where) or "/"
+            raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})", None, display) from None
+
+    def alternatives(self, pointers: tuple) -> list[Alternative]:
+        return self.apps.alternatives(pointers)
+
+    def negation(self, ptr: str) -> str:
+        return self.apps.negator.negate(ptr)
+
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple:
+        return self.apps.member_context(context, key, index)
+
+    def key_order(self, context: tuple) -> tuple:
+        return self.apps.key_order(context)
+
+    # ---- value slots ------------------------------------------------------------------------
+    def value(self, pointers: tuple, context: tuple) -> ra.Node:
+        """Language of one value valid under every schema at `pointers`; containers are calls.
+        `context` (applicators.applicable) fixes the order of object members at any depth."""
+        pointers = tuple(p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True)
+        hit = self._values.get((pointers, context))
+        if hit is None:
+            where = pointers[0] if pointers else ""
+            try:
+                deadline.check()
+                hit = self._slot(pointers, context)
+            except TooLarge as err:
+                display = self.doc.display(where) or "/"
+                raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})",
+                                        None, display) from None
+            self._values[(pointers, context)] = hit
+        return hit
+
+    def _slot(self, pointers: tuple, context: tuple) -> ra.Node:
+        scalars, texts, objects, arrays = [], [], [], []
+        for alt in self.alternatives(pointers):
+            node, types, text = self._alternative(alt)
+            scalars.append(node)
+            if text is not None:
+                texts.append(text)
+            if "object" in types:
+                objects.append(alt)
+            if "array" in types:
+                arrays.append(alt)
+        parts = scalars
+        if texts:
+            parts.append(self._string_call(tuple(dict.fromkeys(texts))))
+        if objects:
+            parts.append(self._call("object", tuple(objects), context))
+        if arrays:
+            parts.append(self._call("array", tuple(arrays), context))
+        return ra.alt(*parts)
+
+    def _string_call(self, specs: tuple) -> ra.Node:
+        """Strings are frames too: one rule per set of string constraints, its body compiled once
+        per process (a `format: uri` string is thousands of states, the same in every schema)."""
+        key = ("string", specs)
+        rid = self._rules.get(key)
+        if rid is None:
+            rid = self._rules[key] = len(self._where)
+            self._where.append("")
+        if rid not in self._scheduled:
+            self._scheduled.add(rid)
+            self._strings[rid] = specs
+        return call_symbol(rid)
+
+    def _string_rule(self, specs: tuple):
+        key = (specs, self.opt.max_states)
+        hit = _STRING_RULES.get(key)
+        if hit is None:
+            body = ra.alt(*(strings.quoted(self.scalars.string_body(spec)) for spec in specs))
+            hit = self._compile(body, "")
+            if len(_STRING_RULES) > 4096:
+                _STRING_RULES.clear()
+            _STRING_RULES[key] = hit
+        return hit
+
+    def _call(self, kind: str, alts: tuple, context: tuple) -> ra.Node:
+        key = (kind, alts, context)
+        rid = self._rules.get(key)
+        if rid is None:
+            rid = self._rules[key] = len(self._where)
+            self._where.append(alts[0][0].ptr if alts[0] else "")
+        if rid not in self._scheduled:
+            self._scheduled.add(rid)
+            self._todo.append((rid, kind, alts, context))
+        return call_symbol(rid)
+
+    # ---- one alternative --------------------------------------------------------------------
+    def _alternative(self, alt: Alternative) -> tuple[ra.Node, set, StringSpec | None]:
+        """(inline language of null, booleans, numbers and enum members, container types the
+        alternative allows, its string constraints if it allows strings)."""
+        pieces = [(p.ptr, self.doc.at(p.ptr)) for p in alt]
+        for ptr, node in pieces:
+            self.notes.check_keywords(ptr, node)
+        types = set(TYPES)
+        for ptr, node in pieces:
+            if "type" in node:
+                types &= self._types(node, ptr)
+        values = None
+        for ptr, node in pieces:
+            for kw in ("enum", "const"):
+                if kw in node:
+                    vals = [node["const"]] if kw == "const" else node["enum"]
+                    if not isinstance(vals, list):
+                        where = self.notes.where(ptr)
+                        raise UnsupportedSchema(f"invalid schema: 'enum' must be an array at {where}", "enum", where)
+                    values = vals if values is None else [v for v in values if any(json_equal(v, w) for w in vals)]
+        if values is not None:
+            return self._enum(values, pieces), set(), None
+        self._check_exclusions(pieces, types)
+        parts = []
+        excluded = [v for _, node in pieces for v in node.get("kvx:exclude", [])]
+        if "null" in types and not any(v is None for v in excluded):
+            parts.append(ra.lit("null"))
+        if "boolean" in types:
+            parts += [ra.lit(dumps(b)) for b in (True, False) if not any(json_equal(b, v) for v in excluded)]
+        if "integer" in types:
+            parts.append(self.scalars.number(pieces, integer="number" not in types))
+        text = self.scalars.string_spec(pieces) if "string" in types else None
+        return ra.alt(*parts), types & {"object", "array"}, text
+
+    def _types(self, node: dict, ptr: str) -> set:
+        t = node["type"]
+        names = [t] if isinstance(t, str) else t
+        if not isinstance(names, list) or not all(isinstance(n, str) and n in TYPES for n in names):
+            where = self.notes.where(ptr)
+            raise UnsupportedSchema(f"invalid schema: bad 'type' {json.dumps(t)} at {where}", "type", where)
+        out = set(names)
+        if "number" in out:
+            out.add("integer")
+        if node.get("nullable") is True:
+            out.add("null")
+        return out
+
+    def _enum(self, values: list, pieces: list) -> ra.Node:
+        texts = list(dict.fromkeys(dumps(v) for v in values))  # one spelling per JSON value
+        kept = [t for t in texts if all(self.scalars.valid(json.loads(t), ptr, node) for ptr, node in pieces)]
+        if len(kept) <= 2:
+            return ra.alt(*(ra.lit(t) for t in kept))
+        return ra.Embed(literal_set([t.encode("utf-8") for t in kept]))
+
+    def _check_exclusions(self, pieces: list, types: set) -> None:
+        """`not` of an object or array value: refused unless that value is impossible here anyway."""
+        rest = [(p, {k: x for k, x in n.items() if k != "kvx:exclude"}) for p, n in pieces]
+        for ptr, node in pieces:
+            for v in node.get("kvx:exclude", []):
+                if isinstance(v, (dict, list)) and ("object" if isinstance(v, dict) else "array") in types \
+                        and all(self.scalars.valid(v, p, n) for p, n in rest):
+                    where = self.notes.where(ptr)
+                    raise UnsupportedSchema(f"unsupported keyword 'not' at {where} (excluding an object or array "
+                                            "value)", "not", where)

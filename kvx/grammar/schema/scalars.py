@@ -1,0 +1,267 @@
+"""Numbers, strings and enum members of one alternative (the pieces' keywords all apply at once:
+bounds are the tightest, patterns and formats intersected, negations subtracted)."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+
+from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.compose import fast_compile
+from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.dfa_ops import product, repeat
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.schema import charset as cs
+from kvx.grammar.schema import numbers, strings
+from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, Notes
+from kvx.grammar.schema.values import json_equal
+
+PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
+
+
+@dataclass(frozen=True)
+class StringSpec:
+    """The constraints on one string value, without their places: the key of a shared string rule."""
+
+    lo: int
+    hi: int | None
+    patterns: tuple
+    formats: tuple
+    not_patterns: tuple
+    not_formats: tuple
+    excluded: tuple  # string values (negated enum/const)
+FRACTIONAL = ra.seq(ra.opt(ra.lit("-")), numbers.UINT, ra.lit("."), ra.star(numbers.DIGIT), numbers.NONZERO,
+                    ra.star(numbers.DIGIT))
+
+
+def count_keyword(node: dict, kw: str, where: str, default):
+    """A non-negative integer keyword (minLength, maxItems, ...), or `default` when absent."""
+    if kw not in node:
+        return default
+    v = node[kw]
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise UnsupportedSchema(f"invalid schema: '{kw}' must be a non-negative integer at {where}", kw, where)
+    return v
+
+
+def number_spellings(v) -> ra.Node:
+    """Every plain spelling of the number v (trailing fraction zeros; -0 for 0)."""
+    d = Decimal(v) if isinstance(v, int) else Decimal(repr(v))
+    ip, _, fp = format(abs(d), "f").partition(".")
+    fp = fp.rstrip("0")
+    sign = ra.opt(ra.lit("-")) if d == 0 else (ra.lit("-") if d < 0 else ra.EMPTY)
+    body = ra.seq(ra.lit(f"{ip}.{fp}"), ra.star(ra.lit("0"))) if fp else ra.seq(ra.lit(ip), ra.opt(
+        ra.seq(ra.lit("."), ra.plus(ra.lit("0")))))
+    return ra.seq(sign, body)
+
+
+class Scalars:
+    def __init__(self, notes: Notes, max_states: int, validator_class):
+        self.notes = notes
+        self.doc = notes.doc
+        self.max_states = max_states
+        self._validator_class = validator_class
+        self._validator = None
+        self._validators: dict[int, tuple] = {}  # id(node) -> (node, its validator)
+
+    def where(self, ptr: str) -> str:
+        return self.notes.where(ptr)
+
+    # ---- enum members -----------------------------------------------------------------------
+    def valid(self, value, ptr: str, node: dict) -> bool:
+        """Does `value` satisfy the piece's own keywords (its applicators are other pieces; enum
+        and const members are intersected by the caller)?"""
+        import jsonschema
+
+        if not self._internal_ok(value, node):
+            return False
+        if node.get("nullable") is True and value is None:
+            return True
+        validator = self._validators.get(id(node))
+        if validator is None:
+            if self._validator is None:
+                cls = self._validator_class
+                self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+            own = {k: v for k, v in node.items() if k not in APPLICATORS and k not in INTERNAL
+                   and k not in ("enum", "const")}
+            validator = self._validators[id(node)] = (node, self._validator.evolve(schema=own))
+        try:
+            return validator[1].is_valid(value)
+        except jsonschema.exceptions.RefResolutionError:
+            return False
+
+    def _internal_ok(self, value, node: dict) -> bool:
+        if any(json_equal(value, x) for x in node.get("kvx:exclude", [])):
+            return False
+        if isinstance(value, dict) and any(k in value for k in node.get("kvx:absent", [])):
+            return False
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and node.get("kvx:fraction"):
+            return not float(value).is_integer()
+        if isinstance(value, str):
+            body = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
+            for p in node.get("kvx:notPattern", []):
+                d = self._pattern(p, "")
+                if d is not None and d.accepts(body):
+                    return False
+            if "kvx:notFormat" in node:
+                d = self._format(node["kvx:notFormat"], "")
+                if d not in (None, False) and d.accepts(body):
+                    return False
+        return True
+
+    # ---- numbers ----------------------------------------------------------------------------
+    def number(self, pieces: list, integer: bool) -> ra.Node:
+        lo = hi = None  # (Decimal, strict)
+        multiples, excluded, fraction = [], [], False
+        for ptr, node in pieces:
+            for kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+                bound = self._bound(node, kw, ptr)
+                if bound is None:
+                    continue
+                if kw.endswith("inimum"):
+                    if lo is None or bound[0] > lo[0] or (bound[0] == lo[0] and bound[1]):
+                        lo = bound
+                elif hi is None or bound[0] < hi[0] or (bound[0] == hi[0] and bound[1]):
+                    hi = bound
+            if "multipleOf" in node:
+                multiples.append(self._multiple(node["multipleOf"], ptr, integer))
+            excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, (int, float))
+                         and not isinstance(v, bool)]
+            fraction |= bool(node.get("kvx:fraction"))
+        if integer:
+            if fraction:
+                return ra.NOTHING
+            a = None if lo is None else (math.floor(lo[0]) + 1 if lo[1] or lo[0] != int(lo[0]) else int(lo[0]))
+            b = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] or hi[0] != int(hi[0]) else int(hi[0]))
+            if a is not None and b is not None and a > b:
+                return ra.NOTHING
+            base = numbers.int_range(a, b)
+            if not multiples and not excluded:
+                return base
+            langs = [fast_compile(base, self.max_states)] + [m for m, _ in multiples]
+        else:
+            if lo is None and hi is None and not multiples and not excluded and not fraction:
+                return numbers.ANY_NUMBER
+            langs = [m for m, _ in multiples]
+            if lo is not None:
+                langs.append(fast_compile(numbers.decimal_ge(*lo), self.max_states))
+            if hi is not None:
+                langs.append(fast_compile(numbers.decimal_le(*hi), self.max_states))
+            if fraction:
+                langs.append(fast_compile(FRACTIONAL, self.max_states))
+            if not langs:
+                langs.append(fast_compile(PLAIN_NUMBER, self.max_states))
+        minus = [fast_compile(ra.alt(*(number_spellings(v) for v in excluded)))] if excluded else []
+        return self.combine(langs, minus)
+
+    def _bound(self, node: dict, kw: str, ptr: str):
+        if kw not in node or isinstance(node[kw], bool):
+            return None
+        v = node[kw]
+        if not isinstance(v, (int, float)):
+            raise UnsupportedSchema(f"invalid schema: '{kw}' must be a number at {self.where(ptr)}", kw, self.where(ptr))
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        d = Decimal(v) if isinstance(v, int) else Decimal(repr(v))
+        strict = kw.startswith("exclusive") or node.get("exclusive" + kw[:1].upper() + kw[1:]) is True
+        return d, strict
+
+    def _multiple(self, m, ptr: str, integer: bool):
+        """(DFA of the multiples of m, m is fractional)."""
+        d = Decimal(m) if isinstance(m, int) else Decimal(repr(m))
+        if isinstance(m, bool) or not d > 0:
+            raise UnsupportedSchema(f"invalid schema: 'multipleOf' must be > 0 at {self.where(ptr)}",
+                                    "multipleOf", self.where(ptr))
+        if d != d.to_integral_value():
+            self.notes.post_check("multipleOf", ptr, "a fractional multipleOf is exact in decimal while "
+                                  "generating; jsonschema divides in floating point")
+        try:
+            return numbers.multiple_of(d, integer, self.max_states), d != d.to_integral_value()
+        except TooLarge:
+            raise UnsupportedSchema(f"schema too large for the automaton at {self.where(ptr)} "
+                                    f"(multipleOf {m})", "multipleOf", self.where(ptr)) from None
+
+    def combine(self, dfas: list, minus: list = ()) -> ra.Node:
+        """The intersection of `dfas` without the words of `minus`, as an embedded DFA."""
+        if not dfas or any(d is None for d in dfas):
+            return ra.NOTHING
+        d = dfas[0]
+        for e in dfas[1:]:
+            d = product(d, e, max_states=self.max_states)
+            if d is None:
+                return ra.NOTHING
+        for e in minus:
+            if e is not None:
+                d = product(d, e, mode="minus", max_states=self.max_states)
+                if d is None:
+                    return ra.NOTHING
+        return ra.Embed(d)
+
+    # ---- strings ----------------------------------------------------------------------------
+    def string_spec(self, pieces: list) -> StringSpec | None:
+        """Every piece's lengths, patterns and formats at once (None: no string fits). Patterns are
+        parsed here, so a bad one is refused naming its place."""
+        lo, hi = 0, None
+        patterns, formats, not_patterns, not_formats, excluded = [], [], [], [], []
+        for ptr, node in pieces:
+            where = self.where(ptr)
+            lo = max(lo, count_keyword(node, "minLength", where, 0))
+            m = count_keyword(node, "maxLength", where, None)
+            if m is not None:
+                hi = m if hi is None else min(hi, m)
+            if "pattern" in node:
+                self._pattern(node["pattern"], ptr)
+                patterns.append(node["pattern"])
+            if "format" in node and self._format(node["format"], ptr) is not False:
+                formats.append(node["format"])
+            for p in node.get("kvx:notPattern", []):
+                self._pattern(p, ptr)
+                not_patterns.append(p)
+            if "kvx:notFormat" in node and self._format(node["kvx:notFormat"], ptr) is not False:
+                not_formats.append(node["kvx:notFormat"])
+            excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
+        if hi is not None and hi < lo:
+            return None
+        order = lambda xs: tuple(sorted(set(xs)))
+        return StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
+                          order(excluded))
+
+    def string_body(self, spec: StringSpec) -> ra.Node:
+        """What may stand between the quotes under `spec` (in any JSON spelling of each character)."""
+        from kvx.grammar.schema.formats import format_dfa
+        from kvx.grammar.schema.regex_parse import pattern_dfa
+
+        lo, hi, excluded = spec.lo, spec.hi, list(spec.excluded)
+        pattern = lambda p: pattern_dfa(p, "pattern", self.max_states)
+        dfas = [pattern(p) for p in spec.patterns] + [format_dfa(f) for f in spec.formats]
+        minus = [pattern(p) for p in spec.not_patterns] + [format_dfa(f) for f in spec.not_formats]
+        if excluded:
+            spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in v)) for v in excluded))
+            minus.append(fast_compile(spelled, self.max_states))
+        if not dfas and not minus:  # lengths only: the composer builds the counter copies in byte-class form
+            if (max(lo, hi or 0) + 1) * (strings.ANY_CHAR.dfa.num_states - 1) > self.max_states:
+                raise TooLarge(f"more than {self.max_states} DFA states")
+            return strings.string_body(lo, hi)
+        if lo > 0 or hi is not None or not dfas:
+            dfas.insert(0, repeat(strings.ANY_CHAR.dfa, lo, hi, self.max_states))
+        return self.combine(dfas, minus)
+
+    def _pattern(self, pattern, ptr: str) -> DFA | None:
+        from kvx.grammar.schema.regex_parse import pattern_dfa
+
+        if not isinstance(pattern, str):
+            where = self.where(ptr)
+            raise UnsupportedSchema(f"invalid schema: 'pattern' must be a string at {where}", "pattern", where)
+        return pattern_dfa(pattern, f"{self.where(ptr)}/pattern", self.max_states)
+
+    def _format(self, fmt, ptr: str):
+        from kvx.grammar.schema.formats import format_dfa
+
+        d = format_dfa(fmt) if isinstance(fmt, str) else False
+        if d is False:
+            self.notes.warn_once(f"{self.where(ptr)}/format",
+                                 f"format {json.dumps(fmt)} at {self.where(ptr)} is not known; not enforced")
+        return d

@@ -1,0 +1,99 @@
+"""Keywords of issue 18 against independent references: Decimal arithmetic for multipleOf,
+jsonschema for generated documents (a Pydantic-style discriminated union, if/then/else, not,
+dependencies, patternProperties, contains), and what `kvx schema check` says it leaves to the check
+after generation."""
+import json
+import random
+from decimal import Decimal
+
+import jsonschema
+import numpy as np
+import pytest
+from grammar_fixtures import smol_tokenizer
+
+from kvx.grammar import UnsupportedSchema, compile_schema
+from kvx.grammar.schema.compiler import compile_program
+
+PYDANTIC_UNION = {
+    "$defs": {
+        "Cat": {"properties": {"pet_type": {"const": "cat", "title": "Pet Type"}, "meows": {"type": "integer"}},
+                "required": ["pet_type", "meows"], "title": "Cat", "type": "object"},
+        "Dog": {"properties": {"pet_type": {"const": "dog", "title": "Pet Type"}, "barks": {"type": "number"}},
+                "required": ["pet_type", "barks"], "title": "Dog", "type": "object"}},
+    "properties": {"pet": {"discriminator": {"mapping": {"cat": "#/$defs/Cat", "dog": "#/$defs/Dog"},
+                                             "propertyName": "pet_type"},
+                           "oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}], "title": "Pet"},
+                   "n": {"type": "integer"}},
+    "required": ["pet", "n"], "title": "Model", "type": "object"}
+CONDITIONAL = {
+    "type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "size": {"type": "integer"}},
+    "required": ["kind"],
+    "if": {"properties": {"kind": {"const": "a"}}}, "then": {"required": ["size"], "properties": {"size": {"minimum": 10}}},
+    "else": {"not": {"required": ["size"]}},
+    "dependentRequired": {"extra": ["kind"]},
+    "patternProperties": {"^x-": {"type": "string", "maxLength": 5}}, "additionalProperties": False}
+CONTAINS = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9},
+            "contains": {"const": 7}, "minContains": 1, "maxContains": 2, "maxItems": 6, "uniqueItems": True}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+
+
+@pytest.mark.parametrize("m,integer", [("7", True), ("0.25", False), ("1.5", False), ("12", False), ("0.3", True)])
+def test_multiple_of_against_decimal(m, integer):
+    schema = {"type": "integer" if integer else "number", "multipleOf": float(m) if "." in m else int(m)}
+    program = compile_program(schema).program
+    step = Decimal(m)
+    rng = random.Random(m)
+    for _ in range(3000):
+        v = Decimal(rng.randrange(-3000, 3000)) / (1 if integer else Decimal(10) ** rng.randrange(0, 3))
+        text = str(int(v)) if integer else format(v, "f")
+        if text.startswith("-") and v == 0:
+            continue
+        assert program.accepts(text.encode()) == (v % step == 0), text
+
+
+def walk_texts(grammar, seed: int, n: int):
+    rng = np.random.default_rng(seed)
+    need = grammar.matcher().min_tokens_to_finish()
+    for _ in range(n):
+        m = grammar.matcher(max_tokens=need + 40)
+        ids = []
+        while not m.is_finished():
+            tid = int(rng.choice(np.flatnonzero(m.allowed_mask().numpy())))
+            m.advance(tid)
+            ids.append(tid)
+        yield json.loads(b"".join(grammar.vocab.token_bytes[i] for i in ids[:-1]))
+
+
+@pytest.mark.parametrize("schema", [PYDANTIC_UNION, CONDITIONAL, CONTAINS], ids=["oneOf-union", "conditional", "contains"])
+def test_walks_are_valid_or_post_checked(schema, cache):
+    """Every walk is valid, or fails only a keyword the compiler named as post-checked."""
+    grammar = compile_schema(schema, smol_tokenizer())
+    validator = jsonschema.Draft202012Validator(schema)
+    valid = 0
+    for value in walk_texts(grammar, 5, 12):
+        errors = list(validator.iter_errors(value))
+        pointers = ["/" + "/".join(str(p) for p in e.absolute_schema_path) for e in errors]
+        assert all(any(p == c or p.startswith(c + "/") for c in grammar.post_checks) for p in pointers), \
+            (value, pointers)
+        valid += not errors
+    assert valid >= 6
+
+
+def test_post_checks_are_named():
+    union = compile_program(PYDANTIC_UNION)
+    assert union.post_checks == ["/properties/pet/oneOf"] and "oneOf" in union.warnings[0]
+    assert compile_program(CONTAINS).post_checks == ["/uniqueItems"]
+    assert compile_program(CONDITIONAL).post_checks == []
+
+
+def test_unsupported_stays_refused_with_keyword_and_pointer():
+    cases = {"/properties/a/not": {"properties": {"a": {"not": {"contains": {"type": "string"}}}}},
+             "/properties/b": {"properties": {"b": {"$dynamicRef": "#x"}}}}
+    for pointer, schema in cases.items():
+        with pytest.raises(UnsupportedSchema) as err:
+            compile_program(schema)
+        assert err.value.pointer == pointer and "\n" not in str(err.value)

@@ -1,0 +1,162 @@
+"""The pushdown layer at the token level: depth and recursion unbounded (up to the safety limit),
+random token walks under a length budget on nested and recursive schemas always end in documents
+jsonschema accepts, and the compile deadline refuses in time (checked with an injected clock)."""
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+from grammar_fixtures import smol_tokenizer
+
+from kvx.grammar import UnsupportedSchema, compile_schema
+from kvx.grammar.automata.deadline import Deadline
+from kvx.grammar.schema.compiler import compile_program
+
+TREE = {"$defs": {"node": {"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 6},
+    "children": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 3}},
+    "required": ["name"], "additionalProperties": False}}, "$ref": "#/$defs/node"}
+NESTED = {"type": "object", "properties": {"a": {"type": "object", "properties": {"b": {"type": "array", "items": {
+    "type": "object", "properties": {"c": {"type": "array", "items": {"type": "array", "items": {
+        "anyOf": [{"type": "integer"}, {"type": "object", "properties": {"d": {"type": "array"}}}]}}}},
+    "required": ["c"]}}}, "required": ["b"]}}, "required": ["a"]}
+JSON_VALUE = {"$defs": {"v": {"anyOf": [{"type": ["null", "boolean", "number", "string"]},
+                                        {"type": "array", "items": {"$ref": "#/$defs/v"}},
+                                        {"type": "object", "additionalProperties": {"$ref": "#/$defs/v"}}]}},
+              "$ref": "#/$defs/v"}
+BRANCHES = {"anyOf": [{"type": "array", "items": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                                  "required": ["x"], "additionalProperties": False}},
+                      {"type": "array", "items": {"type": "object", "properties": {"x": {"type": "string"}},
+                                                  "required": ["x"], "additionalProperties": False}}]}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+
+
+def walk(grammar, rng, max_tokens, deepen=0.0):
+    """A random walk of allowed tokens (preferring `[`/`{` tokens with probability `deepen`)."""
+    m = grammar.matcher(max_tokens=max_tokens)
+    opens = np.array([bool(tb) and tb[:1] in (b"[", b"{") for tb in grammar.vocab.token_bytes])
+    ids = []
+    while not m.is_finished():
+        if rng.random() < 0.5:
+            forced = m.forced_tokens()
+            if forced:
+                for tid in forced:
+                    m.advance(tid)
+                ids += forced
+                continue
+        mask = m.allowed_mask().numpy()
+        allowed = np.flatnonzero(mask & opens) if rng.random() < deepen and (mask & opens).any() else np.flatnonzero(mask)
+        assert len(allowed), "the mask may never be empty before EOS"
+        tid = int(rng.choice(allowed))
+        m.advance(tid)
+        ids.append(tid)
+    assert len(ids) <= max_tokens and ids[-1] in grammar.vocab.eos_ids
+    return b"".join(grammar.vocab.token_bytes[i] for i in ids[:-1]).decode("utf-8")
+
+
+def depth(v) -> int:
+    if isinstance(v, (dict, list)):
+        return 1 + max((depth(x) for x in (v.values() if isinstance(v, dict) else v)), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("schema,deep", [(TREE, 4), (NESTED, 5), (JSON_VALUE, 5), (BRANCHES, 2), ({"type": "array"}, 5)],
+                         ids=["tree", "nested", "json-value", "anyOf-arrays", "any-array"])
+def test_random_walks_under_budget_end_valid(schema, deep, cache):
+    grammar = compile_schema(schema, smol_tokenizer())
+    need = grammar.matcher().min_tokens_to_finish()
+    rng = np.random.default_rng(7)
+    deepest = 0
+    for i in range(12):
+        text = walk(grammar, rng, need + int(rng.integers(0, 60)), deepen=0.6 if i % 2 else 0.0)
+        value = json.loads(text)
+        jsonschema.validate(value, schema)
+        deepest = max(deepest, depth(value))
+    assert deepest >= deep  # where the schema allows, the walks went past the old depth cap of 4
+
+
+def test_tight_budget_closes_deep_documents(cache):
+    """Deep inside, with just enough tokens left to close every frame, the walk still ends valid."""
+    grammar = compile_schema(JSON_VALUE, smol_tokenizer())
+    rng = np.random.default_rng(3)
+    deepest = 0
+    for _ in range(5):
+        m = grammar.matcher(max_tokens=60)
+        ids = []
+        while not m.is_finished():
+            mask = m.allowed_mask().numpy()
+            opens = [t for t in np.flatnonzero(mask) if grammar.vocab.token_bytes[t] in (b"[", b"[[", b"{\"")]
+            tid = int(rng.choice(opens)) if opens and rng.random() < 0.8 else int(rng.choice(np.flatnonzero(mask)))
+            m.advance(tid)
+            ids.append(tid)
+        assert len(ids) <= 60
+        value = json.loads(b"".join(grammar.vocab.token_bytes[i] for i in ids[:-1]))
+        jsonschema.validate(value, JSON_VALUE)
+        deepest = max(deepest, depth(value))
+    assert deepest >= 5
+
+
+def feed(grammar, text: str) -> bool:
+    """Does the matcher accept the tokenizer's own tokens of `text`, then EOS?"""
+    tok = smol_tokenizer()
+    m = grammar.matcher()
+    for tid in tok.encode(text, add_special_tokens=False):
+        if not m.is_allowed(tid):
+            return False
+        m.advance(tid)
+    return m.is_accepting()
+
+
+def test_fifty_deep_instance_and_the_level_four_off_by_one(cache):
+    tree = compile_schema(TREE, smol_tokenizer())
+    deep = {"name": "n0"}
+    for i in range(1, 50):
+        deep = {"name": f"n{i}", "children": [deep]}
+    text = json.dumps(deep, separators=(",", ":"))
+    assert depth(deep) == 99 and feed(tree, text)
+    assert not feed(tree, text.replace('"n0"', "0"))  # a wrong leaf, 99 levels down
+    any_array = compile_schema({"type": "array"}, smol_tokenizer())
+    assert feed(any_array, '[[[["a"]]]]') and feed(any_array, "[[[[]]]]")
+    assert feed(any_array, "[" * 50 + '"x"' + "]" * 50)
+
+
+def test_depth_safety_limit(cache):
+    grammar = compile_schema({"type": "array"}, smol_tokenizer(), max_depth=6)
+    assert feed(grammar, "[[[[[[1]]]]]]")
+    assert not feed(grammar, "[[[[[[[1]]]]]]]")
+    m = grammar.matcher()
+    for tid in smol_tokenizer().encode("[[[[[[", add_special_tokens=False):
+        m.advance(tid)
+    mask = m.allowed_mask().numpy()
+    assert not any(grammar.vocab.token_bytes[t][:1] == b"[" for t in np.flatnonzero(mask))
+
+
+class TickingClock:
+    """A clock that advances a fixed step per reading: deadlines without wall-clock flakiness."""
+
+    def __init__(self, step: float):
+        self.now, self.step, self.reads = 0.0, step, 0
+
+    def __call__(self) -> float:
+        self.now += self.step
+        self.reads += 1
+        return self.now
+
+
+def test_compile_deadline_refuses_in_time():
+    """A schema whose compile needs many steps is refused once the (injected) clock passes the
+    deadline, with a one-line message naming the place; the same schema compiles without it."""
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "string", "pattern": f"^[a-z]{{{i}}}x$"}
+                                               for i in range(1, 40)}}
+    clock = TickingClock(0.01)
+    with pytest.raises(UnsupportedSchema, match=r"compile deadline of 1 s passed") as err:
+        compile_program(schema, deadline=Deadline(1.0, clock=clock))
+    assert "\n" not in str(err.value) and " at /" in str(err.value)
+    assert 100 <= clock.reads <= 110  # it stopped at the first check past the deadline
+    assert compile_program(schema).program.num_states > 0
+    with pytest.raises(UnsupportedSchema, match="deadline"):
+        compile_program({"type": "array"}, deadline=Deadline(-1.0))
