@@ -65,5 +65,7 @@ class ModelRunner:
         """Forward one step; returns ([rows, vocab] float32 logits on the host, the sampled step
         entries, how many consecutive rows each of them owns)."""
         input_ids, positions, meta, logits_indices, sampled, counts = self.prepare(step)
+        if step.copies:
+            self.kv_cache.copy_blocks(step.copies)
         logits = self.model(input_ids, positions, meta, self.kv_cache, logits_indices)
         return logits.float().cpu(), sampled, counts
