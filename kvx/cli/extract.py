@@ -20,6 +20,9 @@ class ExtractArgs:
     examples: Optional[str] = None
     raw: bool = False
     no_schema_prompt: bool = False
+    schema_style: str = "fields"
+    choices: str = "calibrated"
+    truncate: str = "none"
     ordered: bool = False
     resume: bool = False
     retries: int = 2
@@ -51,6 +54,11 @@ def extract(
     examples: Optional[str] = typer.Option(None, help='Few-shot FILE: JSONL of {"input": ..., "output": ...}.'),
     raw: bool = typer.Option(False, help="Plain-text prompt; do not apply the model's chat template."),
     no_schema_prompt: bool = typer.Option(False, help="Do not describe the schema in the prompt."),
+    schema_style: str = typer.Option("fields", help="Schema in the prompt: fields (a readable list) or json."),
+    choices: str = typer.Option("calibrated", help="Closed choices (enums, true/false, null or a value): greedy, "
+                                "rank (whole values by likelihood) or calibrated (rank against a content-free prompt)."),
+    truncate: str = typer.Option("none", help="A text too long for the context: none (error row), or keep its "
+                                 "head, tail or middle (both ends)."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     retries: int = typer.Option(2, help="Retries (with seeded sampling) for an output that fails validation."),

@@ -5,7 +5,7 @@ import signal
 import time
 
 from kvx.cli.extract import ExtractArgs
-from kvx.cli.job import Job, JobSettings
+from kvx.cli.job import CHOICE_MODES, Job, JobSettings
 from kvx.cli.options import check_choice, check_positive, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
 from kvx.cli.runtime import EngineOptions, build_runtime
@@ -14,7 +14,9 @@ from kvx.cli.validation import RecordChecker, load_schema
 from kvx.errors import ConfigError
 from kvx.io.readers import input_format, open_input
 from kvx.io.writers import done_ids, open_output, output_format
-from kvx.prompts import PromptBuilder, PromptError, PromptSpec, load_examples, load_template, read_text_option
+from kvx.copy_check import CopyCheck
+from kvx.prompts import (SCHEMA_STYLES, TRUNCATE_MODES, PromptBuilder, PromptError, PromptSpec, load_examples,
+                         load_template, read_text_option)
 
 EXIT_OK, EXIT_FAILURES, EXIT_INTERRUPTED = 0, 1, 130
 DTYPES = ("auto", "float32", "bfloat16")
@@ -46,7 +48,9 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
     output_format(a.output)
     if a.input == "-" and a.resume and a.output is None:
         raise ConfigError("--resume needs an output file (-o FILE)")
-    return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed)
+    return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
+                       choices=check_choice(a.choices, CHOICE_MODES, "--choices"),
+                       truncate=check_choice(a.truncate, TRUNCATE_MODES, "--truncate"))
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
@@ -57,6 +61,7 @@ def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
         examples=load_examples(a.examples, checker.problem) if a.examples else [],
         raw=a.raw,
         describe_schema=not a.no_schema_prompt,
+        schema_style=check_choice(a.schema_style, SCHEMA_STYLES, "--schema-style"),
     )
 
 
@@ -79,7 +84,8 @@ def run_extract(a: ExtractArgs) -> int:
     total = None if source.total is None else max(source.total - len(finished), 0)
     view = ProgressView(total, metrics, show_progress(a.quiet))
     sink = RowSink(writer, ordered=a.ordered, on_commit=view.advance)
-    job = Job(source, sink, builder, runtime, checker, settings, finished)
+    copies = CopyCheck([ex.output for ex in spec.examples], schema) if spec.examples else None
+    job = Job(source, sink, builder, runtime, checker, settings, finished, copies)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill stops like Ctrl-C
     started = time.perf_counter()
     try:
@@ -88,7 +94,7 @@ def run_extract(a: ExtractArgs) -> int:
         signal.signal(signal.SIGTERM, previous)
         view.stop()
     stats = job_stats(sink.counts, outcome, time.perf_counter() - started, metrics(), runtime.model_name,
-                      builder.shared_prefix_tokens())
+                      builder.shared_prefix_tokens(), settings)
     if a.stats:
         write_stats(a.stats, stats)
     if not a.quiet:

@@ -147,9 +147,14 @@ def test_prompt_options_reach_the_engine(tmp_path, monkeypatch):
     assert code == 1 and [r["status"] for r in rows] == ["ok", "error"]
     assert rows[1]["error"] == "line 2: missing field 'body'"  # id 2 is line 2: named once
     engine = engines[0].engine
-    prompt = engine.tokenizer.decode(engine.seen_requests[0].prompt_ids)
+    content_free = [r for r in engine.seen_requests if r.id.startswith("content-free")]
+    records = [r for r in engine.seen_requests if not r.id.startswith("content-free")]
+    prompt = engine.tokenizer.decode(records[0].prompt_ids)
     assert prompt.startswith("<|im_start|>system\nYou triage tickets for ACME.")
-    assert '"SupportTicket"' in prompt  # the schema is described by default
+    assert '\n- category: one of "billing", "technical"' in prompt  # the schema is described by default, as fields
+    # --choices calibrated (the default) first sends the template with content-free fields
+    assert engine.tokenizer.decode(content_free[0].prompt_ids).endswith(
+        "Subject: N/A\nBody: N/A {literal}<|im_end|>\n<|im_start|>assistant\n")
     assert "Where is my order ORD-9?<|im_end|>\n<|im_start|>assistant\n{\"category\": \"shipping\"" in prompt
     assert prompt.endswith("Subject: Refund\nBody: Charged twice {literal}<|im_end|>\n<|im_start|>assistant\n")
 

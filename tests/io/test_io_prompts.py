@@ -42,7 +42,11 @@ def test_chat_template_is_the_models(tok):
                 {"role": "user", "content": rec["text"]}]
     expected = tok.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert b.prompt_text(rec) == expected
-    assert json.dumps(SCHEMA, separators=(",", ":")) in b.system  # the schema is described
+    # the schema is described as a field list by default, as its JSON on request
+    assert '\n- priority: one of "low", "medium", "high", "urgent"\n' in b.system
+    assert "- order_id: text or null, matching ^[A-Z0-9-]{4,20}$ (optional)\n" in b.system
+    as_json = PromptBuilder(PromptSpec(schema_style="json"), SCHEMA, tok).system
+    assert json.dumps(SCHEMA, separators=(",", ":")) in as_json and "- priority" not in as_json
 
 
 def test_missing_fields_and_escapes(tok):
