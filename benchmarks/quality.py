@@ -13,7 +13,8 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
   *-greedy / *-rank / *-calibrated   `--choices`: first-token argmax; whole values ranked by
              total log-probability; ranked against a content-free prompt (contextual calibration)
   example-*  one worked example (`--examples benchmarks/data/complaint_example.jsonl`, an invented
-             complaint): `-before` with the old prompt and greedy choices, `-after` with the defaults
+             complaint): `-before` as kvx was (old prompt, greedy choices, `--no-copy-guard`),
+             `-after` with the defaults
 
 Printed per run: schema-valid rows; `product` accuracy (majority-class baseline: always the commonest
 label), balanced accuracy, the share of the commonest answer; `company` right (named texts with the
@@ -55,7 +56,8 @@ class Run:
 
 RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode])
         for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated")]
-RUNS += [Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--examples", str(EXAMPLE)], True),
+RUNS += [Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--no-copy-guard",
+                                 "--examples", str(EXAMPLE)], True),
          Run("example-after", ["--examples", str(EXAMPLE)], True)]
 
 

@@ -23,6 +23,7 @@ class ExtractArgs:
     schema_style: str = "fields"
     choices: str = "calibrated"
     truncate: str = "none"
+    copy_guard: bool = True
     ordered: bool = False
     resume: bool = False
     retries: int = 2
@@ -59,6 +60,8 @@ def extract(
                                 "rank (whole values by likelihood) or calibrated (rank against a content-free prompt)."),
     truncate: str = typer.Option("none", help="A text too long for the context: none (error row), or keep its "
                                  "head, tail or middle (both ends)."),
+    copy_guard: bool = typer.Option(True, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "
+                                    "repeating an example's values that their own text does not contain."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     retries: int = typer.Option(2, help="Retries (with seeded sampling) for an output that fails validation."),

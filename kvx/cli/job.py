@@ -42,6 +42,7 @@ class JobSettings:
     seed: int = 0
     choices: ChoiceMode = "calibrated"
     truncate: Truncate = "none"
+    copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
 
 
 @dataclass
@@ -183,7 +184,7 @@ class Job:
 
     def _guard(self, attempt: Attempt) -> CopyGuard | None:
         """With --examples and a grammar (whose vocabulary spells the tokens): no example values."""
-        if self.copy_check is None or self.runtime.grammar is None:
+        if self.copy_check is None or self.runtime.grammar is None or not self.settings.copy_guard:
             return None
         return CopyGuard(self.copy_check, attempt.text, self.runtime.grammar.vocab.token_bytes)
 

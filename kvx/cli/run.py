@@ -50,7 +50,7 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
         raise ConfigError("--resume needs an output file (-o FILE)")
     return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
                        choices=check_choice(a.choices, CHOICE_MODES, "--choices"),
-                       truncate=check_choice(a.truncate, TRUNCATE_MODES, "--truncate"))
+                       truncate=check_choice(a.truncate, TRUNCATE_MODES, "--truncate"), copy_guard=a.copy_guard)
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:

@@ -20,7 +20,7 @@ from kvx.grammar import compile_schema
 from kvx.kernels.interface import AttentionMetadata, KVCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))
-from modelkit import write_tiny_gguf  # noqa: E402
+from modelkit import write_random_tiny_gguf  # noqa: E402
 
 ENUM_SCHEMA = {
     "type": "object",
@@ -134,16 +134,10 @@ def default_model():
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    import transformers
-
     from kvx.models import load_model
 
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                                   tie_word_embeddings=False, initializer_range=0.3)
-    torch.manual_seed(1)
     folder = tmp_path_factory.mktemp("tiny")
-    write_tiny_gguf(folder / "tiny.gguf", transformers.AutoModelForCausalLM.from_config(cfg).float().eval())
+    write_random_tiny_gguf(folder / "tiny.gguf", seed=1)
     mp = pytest.MonkeyPatch()
     mp.setenv("KVX_CACHE", str(folder / "cache"))  # the converted weights stay out of the user's cache
     try:
