@@ -48,6 +48,7 @@ def run_kvx(records: list[dict], max_tokens: int, tmp: Path, choices: str) -> di
     return {"records": len(rows), "valid": valid, "seconds": s["elapsed_s"], "wall_with_load_s": wall,
             "records_per_s": len(rows) / s["elapsed_s"], "retries": s["retries"],
             "cache_hit_rate": s["engine"].get("cache_hit_rate", 0.0), "steps": s["engine"].get("steps", 0),
+            "generated_tokens": s["engine"].get("generated_tokens", 0),
             "ranked_choices": s["engine"].get("ranked_choices", 0),
             "choice_fork_tokens": s["engine"].get("choice_fork_tokens", 0)}
 
@@ -101,10 +102,12 @@ def main() -> None:
     for name, r in (("kvx extract          ", k), ("  with --choices greedy", g)):
         print(f"{name}: {r['records']} records in {r['seconds']:.1f} s = {r['records_per_s']:.2f} records/s, "
               f"{100 * r['valid'] / r['records']:.0f}% schema-valid, {r['retries']} retries, "
-              f"prefix cache hit {r['cache_hit_rate']:.0%}, {r['steps']} steps, {r['ranked_choices']} ranked choices "
+              f"prefix cache hit {r['cache_hit_rate']:.0%}, {r['steps']} steps, {r['generated_tokens']} output tokens, "
+              f"{r['ranked_choices']} ranked choices "
               f"({r['choice_fork_tokens']} fork tokens) (with model load {r['wall_with_load_s']:.1f} s)", flush=True)
-    print(f"ranked choices cost  : {k['seconds'] / g['seconds']:.2f}x the greedy run's time "
-          f"(calibrated: ranked values + the content-free prompts decoded first)")
+    print(f"ranked choices cost  : {k['seconds'] / g['seconds']:.2f}x the greedy run's time, "
+          f"{(k['seconds'] / k['generated_tokens']) / (g['seconds'] / g['generated_tokens']):.2f}x its time per output token "
+          f"(calibrated: ranked values + the content-free prompts decoded first; the records differ, so do their lengths)")
     p = run_transformers(peer_records, args.max_tokens, args.batch)
     subset = f" (subset: first {len(peer_records)} of {len(records)} records)" if len(peer_records) < len(records) else ""
     print(f"transformers generate: {p['records']} records in {p['seconds']:.1f} s = {p['records_per_s']:.2f} records/s, "
