@@ -23,6 +23,10 @@ class EngineMetrics:
     forced_tokens: int = 0
     drafted_tokens: int = 0  # speculation: tokens proposed, and those the model confirmed
     accepted_draft_tokens: int = 0
+    ranked_choices: int = 0  # values chosen by their total log-probability (kvx/engine/choices.py)
+    choices_overruling_greedy: int = 0  # of those, where the first token's argmax started another value
+    choice_fork_tokens: int = 0  # tokens teacher-forced in fork rows to score values
+    vetoed_tokens: int = 0  # greedy tokens a request's TokenVeto refused (e.g. copies of an example)
     steps: int = 0
     step_tokens_sum: int = 0
     preemptions: int = 0
@@ -64,6 +68,10 @@ class EngineMetrics:
             "forced_tokens": self.forced_tokens,
             "drafted_tokens": self.drafted_tokens,
             "accepted_draft_tokens": self.accepted_draft_tokens,
+            "ranked_choices": self.ranked_choices,
+            "choices_overruling_greedy": self.choices_overruling_greedy,
+            "choice_fork_tokens": self.choice_fork_tokens,
+            "vetoed_tokens": self.vetoed_tokens,
             "output_tokens_per_s": self.generated_tokens / elapsed,
             "computed_tokens_per_s": self.computed_tokens / elapsed,
             "steps": self.steps,

@@ -11,15 +11,20 @@ import re
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kvx.errors import ConfigError, KvxError
 from kvx.io.json_values import decode_problem
+from kvx.schema_text import describe_fields
 
 DEFAULT_SYSTEM = (
     "You are a careful data extraction assistant. Read the user's text and reply with one JSON "
     "object and nothing else. Use only facts stated in the text; use null where a value is unknown."
 )
+SchemaStyle = Literal["fields", "json"]  # the schema in the system message: a readable field list, or its JSON
+SCHEMA_STYLES: tuple[SchemaStyle, ...] = ("fields", "json")
+Truncate = Literal["none", "head", "tail", "middle"]  # which part of a too long record text is kept
+TRUNCATE_MODES: tuple[Truncate, ...] = ("none", "head", "tail", "middle")
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 BRACES = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}|[{}]")  # every use of a brace in a template
 FORMAT_SPEC = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.-]*[!:]")  # {text!r}, {text:>10}: str.format habits
@@ -45,6 +50,7 @@ class PromptSpec:
     examples: list[Example] = dataclasses.field(default_factory=list)
     raw: bool = False  # no chat template: plain "Input:/Output:" text
     describe_schema: bool = True
+    schema_style: SchemaStyle = "fields"
 
 
 def read_text_option(value: str | None, option: str) -> str | None:
@@ -147,9 +153,11 @@ class PromptBuilder:
         self.spec = spec
         self.tokenizer = tokenizer
         self.system = spec.system if spec.system is not None else DEFAULT_SYSTEM
-        if spec.describe_schema:
+        if spec.describe_schema and spec.schema_style == "json":
             schema_text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
             self.system = f"{self.system}\n\nThe JSON object must match this JSON Schema:\n{schema_text}"
+        elif spec.describe_schema:
+            self.system = f"{self.system}\n\nThe JSON object has these fields:\n{describe_fields(schema)}"
         self._prefix, self._suffix = self._split()
         self._prefix_ids = tokenizer.encode(self._prefix) if self._prefix is not None else None
 
@@ -166,6 +174,31 @@ class PromptBuilder:
         if self._prefix_ids is None:
             return self.tokenizer.encode(self._render(text))
         return self._prefix_ids + self.tokenizer.encode(text + self._suffix)
+
+    def content_free_ids(self, text: str) -> list[int]:
+        """The prompt with every record field replaced by a content-free text ("N/A", ""), for
+        contextual calibration (kvx/engine/calibration.py)."""
+        user = text if self.spec.template is None else PLACEHOLDER.sub(
+            lambda m: m.group(0)[0] if m.group(0) in ("{{", "}}") else text, self.spec.template)
+        if self._prefix_ids is None:
+            return self.tokenizer.encode(self._render(user))
+        return self._prefix_ids + self.tokenizer.encode(user + self._suffix)
+
+    def truncated_ids(self, fields: dict[str, Any], max_len: int, keep: Truncate) -> tuple[list[int], int]:
+        """(prompt ids of at most max_len tokens, how many of the record text's tokens were cut):
+        `head` keeps the text's start, `tail` its end, `middle` both ends. The shared part is never
+        cut; PromptError if it alone does not fit."""
+        text = self.user_text(fields)
+        if self._prefix_ids is None:
+            raise PromptError("this template cannot be truncated (the record text is not in one place)")
+        body, suffix = self.tokenizer.encode(text), self.tokenizer.encode(self._suffix)
+        room = max_len - len(self._prefix_ids) - len(suffix)
+        if room < 0:
+            raise PromptError(f"the prompt without the record text is {max_len - room} tokens, more than {max_len}")
+        cut = max(len(body) - room, 0)
+        if cut:
+            body = cut_tokens(body, room, keep)
+        return self._prefix_ids + body + suffix, cut
 
     def _example_text(self, ex: Example) -> str:
         return ex.input if isinstance(ex.input, str) else self.user_text(ex.input)
@@ -192,6 +225,16 @@ class PromptBuilder:
             return None, ""
         prefix, suffix = full.split(SENTINEL)
         return prefix, suffix
+
+
+def cut_tokens(ids: list[int], keep_n: int, keep: Truncate) -> list[int]:
+    """keep_n of ids: the first (head), the last (tail), or the first and last halves (middle)."""
+    if keep == "head":
+        return ids[:keep_n]
+    if keep == "tail":
+        return ids[len(ids) - keep_n:] if keep_n else []
+    front = (keep_n + 1) // 2
+    return ids[:front] + (ids[len(ids) - (keep_n - front):] if keep_n - front else [])
 
 
 def _fill(match: re.Match, fields: dict[str, Any]) -> str:

@@ -20,6 +20,10 @@ class ExtractArgs:
     examples: Optional[str] = None
     raw: bool = False
     no_schema_prompt: bool = False
+    schema_style: str = "fields"
+    choices: str = "calibrated"
+    truncate: str = "none"
+    copy_guard: bool = True
     ordered: bool = False
     resume: bool = False
     force: bool = False
@@ -57,6 +61,13 @@ def extract(
     examples: Optional[str] = typer.Option(None, help='Few-shot FILE: JSONL of {"input": ..., "output": ...}.'),
     raw: bool = typer.Option(False, help="Plain-text prompt; do not apply the model's chat template."),
     no_schema_prompt: bool = typer.Option(False, "--no-schema-prompt", help="Do not describe the schema in the prompt."),
+    schema_style: str = typer.Option("fields", help="Schema in the prompt: fields (a readable list) or json."),
+    choices: str = typer.Option("calibrated", help="Closed choices (enums, true/false, null or a value): greedy, "
+                                "rank (whole values by likelihood) or calibrated (rank against a content-free prompt)."),
+    truncate: str = typer.Option("none", help="A text too long for the context: none (error row), or keep its "
+                                 "head, tail or middle (both ends)."),
+    copy_guard: bool = typer.Option(True, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "
+                                    "repeating an example's values that their own text does not contain."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),

@@ -5,23 +5,33 @@ Rows leave as sequences finish. A record that fails validation is re-queued with
 Input problems become `error` rows; nothing is dropped. Ctrl-C stops cleanly: finished rows are
 committed, the rest is left for `--resume`. So does a write that fails (disk full, stdout closed):
 the job stops, keeps what was committed and reports the failure in its outcome.
+
+The greedy first try ranks closed choices (`--choices`, kvx/engine/choices.py); with `calibrated`
+the job first decodes the content-free prompts that calibrate them (kvx/engine/calibration.py).
+A record text too long for the context is cut (`--truncate`) or becomes an error row. With
+`--examples`, ok records are checked for values copied from the examples (kvx/copy_check.py).
 """
 from __future__ import annotations
 
 import zlib
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Literal
 
 from kvx.cli.runtime import Runtime
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker
+from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.engine.api import Request, Result, SamplingParams
+from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
 from kvx.errors import KvxError, OutputClosed, OutputError
 from kvx.io.done_rows import DoneRows
 from kvx.io.readers import InputSource
 from kvx.io.records import InputRecord, OutputRow, RowUsage
-from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError
+from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError, Truncate
+
+ChoiceMode = Literal["greedy", "rank", "calibrated"]  # how closed choices are made (--choices)
+CHOICE_MODES: tuple[ChoiceMode, ...] = ("greedy", "rank", "calibrated")
 
 
 @dataclass
@@ -31,6 +41,9 @@ class JobSettings:
     retry_temperature: float = 0.7
     retry_top_p: float = 0.95
     seed: int = 0
+    choices: ChoiceMode = "calibrated"
+    truncate: Truncate = "none"
+    copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
 
 
 @dataclass
@@ -40,6 +53,7 @@ class Attempt:
     max_tokens: int
     number: int = 0  # 0 = the greedy first try
     usage: RowUsage = field(default_factory=RowUsage)
+    text: str = ""  # the record's text, kept only to check copies from --examples
 
 
 @dataclass
@@ -49,21 +63,31 @@ class JobOutcome:
     retries: int = 0  # generations beyond the first
     interrupted: bool = False
     failure: KvxError | None = None  # the output could not be written: the job stopped there
+    truncated_records: int = 0  # records whose text was cut to fit the context (--truncate)
+    truncated_tokens: int = 0
+    copying_records: int = 0  # ok records holding a value copied from --examples their text lacks
+    copied_fields: Counter = field(default_factory=Counter)  # pointer -> records copying it there
+    calibration_points: int = 0  # decision points the content-free runs calibrated
 
 
 class Job:
     def __init__(self, source: InputSource, sink: RowSink, builder: PromptBuilder, runtime: Runtime,
-                 checker: RecordChecker, settings: JobSettings, done: DoneRows | None = None):
+                 checker: RecordChecker, settings: JobSettings, done: DoneRows | None = None,
+                 copy_check: CopyCheck | None = None):
         self.source, self.sink, self.builder, self.runtime = source, sink, builder, runtime
         self.checker, self.settings = checker, settings
         self.done = done or DoneRows()
+        self.copy_check = copy_check
         self.outcome = JobOutcome()
+        self.calibration: ContextualCalibration | None = None
         self._retry: deque[Attempt] = deque()
         self._records = iter(source.records)
         self._constraints: dict[int, Any] = {}  # max_tokens -> constraint factory
 
     def run(self) -> JobOutcome:
         try:
+            if self.settings.choices == "calibrated":
+                self._calibrate()
             while True:
                 results = self.runtime.engine.generate(self._requests())
                 try:
@@ -87,6 +111,24 @@ class Job:
         except (OutputError, OutputClosed) as e:  # the last commit (or the Parquet merge) failed
             self.outcome.failure = self.outcome.failure or e
 
+    def _calibrate(self) -> None:
+        """Decode the content-free prompts once; their choices calibrate every record's."""
+        self.calibration = ContextualCalibration()
+        requests = []
+        for i, text in enumerate(CONTENT_FREE_TEXTS):
+            ids = self.builder.content_free_ids(text)
+            room = min(self.settings.max_tokens, self.runtime.max_model_len - len(ids))
+            if room >= MIN_ROOM:
+                requests.append(Request(id=f"content-free-{i}", prompt_ids=ids, sampling=SamplingParams(max_tokens=room),
+                                        constraint=self._constraint(room)))
+        self.calibration.learn(self.runtime.engine, requests)
+        self.outcome.calibration_points = self.calibration.num_points
+
+    def _constraint(self, max_tokens: int):
+        if max_tokens not in self._constraints:
+            self._constraints[max_tokens] = self.runtime.constraint(max_tokens)
+        return self._constraints[max_tokens]
+
     def _requests(self) -> Iterator[Request]:
         """Retries first (they block rows from finishing), then fresh input, pulled lazily."""
         while True:
@@ -109,6 +151,8 @@ class Job:
             return self._fail(record, record.error)
         try:
             ids = self.builder.prompt_ids(record.fields)
+            ids, cut = self._fit(record, ids)
+            text = self.builder.user_text(record.fields) if self.copy_check is not None else ""
         except PromptError as e:
             return self._fail(record, str(e))
         except (TypeError, ValueError, UnicodeError, RecursionError) as e:  # what a tokenizer raises on odd text
@@ -116,8 +160,22 @@ class Job:
         room = self.runtime.max_model_len - len(ids)
         if room < MIN_ROOM:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
-                                      f"{self.runtime.max_model_len} (shorten the text or the template)")
-        return Attempt(record, ids, min(self.settings.max_tokens, room))
+                                      f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
+        attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=text)
+        attempt.usage.truncated_tokens = cut
+        if cut:
+            self.outcome.truncated_records += 1
+            self.outcome.truncated_tokens += cut
+        return attempt
+
+    def _fit(self, record: InputRecord, ids: list[int]) -> tuple[list[int], int]:
+        """With --truncate, a prompt that leaves less than --max-tokens of the context is cut to
+        leave that much (or what the rest of the prompt allows); (ids, tokens cut)."""
+        limit = self.runtime.max_model_len
+        if self.settings.truncate == "none" or len(ids) + self.settings.max_tokens <= limit:
+            return ids, 0
+        return self.builder.truncated_ids(record.fields, max(limit - self.settings.max_tokens, limit // 2),
+                                          self.settings.truncate)
 
     def _fail(self, record: InputRecord, message: str, attempt: Attempt | None = None) -> None:
         row = OutputRow(record.id, "error", error=record.message(message))
@@ -128,14 +186,19 @@ class Job:
 
     def _request(self, attempt: Attempt) -> Request:
         s = self.settings
-        sampling = SamplingParams(max_tokens=attempt.max_tokens)
-        if attempt.number > 0:
+        sampling = SamplingParams(max_tokens=attempt.max_tokens, rank_choices=s.choices != "greedy")
+        if attempt.number > 0:  # sampled retries draw every token, choices included
             sampling.temperature, sampling.top_p = s.retry_temperature, s.retry_top_p
             sampling.seed = zlib.crc32(f"{s.seed}:{attempt.record.id}:{attempt.number}".encode())
-        if attempt.max_tokens not in self._constraints:
-            self._constraints[attempt.max_tokens] = self.runtime.constraint(attempt.max_tokens)
         return Request(id=f"{attempt.record.index}.{attempt.number}", prompt_ids=attempt.prompt_ids,
-                       sampling=sampling, constraint=self._constraints[attempt.max_tokens], user_data=attempt)
+                       sampling=sampling, constraint=self._constraint(attempt.max_tokens),
+                       choice_hook=self.calibration, token_veto=self._guard(attempt), user_data=attempt)
+
+    def _guard(self, attempt: Attempt) -> CopyGuard | None:
+        """With --examples and a grammar (whose vocabulary spells the tokens): no example values."""
+        if self.copy_check is None or self.runtime.grammar is None or not self.settings.copy_guard:
+            return None
+        return CopyGuard(self.copy_check, attempt.text, self.runtime.grammar.vocab.token_bytes)
 
     def _finish(self, result: Result) -> None:
         attempt: Attempt = result.user_data
@@ -147,6 +210,7 @@ class Job:
             return
         value, problem = self.checker.check(result.text, result.finish_reason)
         if problem is None:
+            self._check_copies(value, attempt.text)
             self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage))
         elif attempt.number < self.settings.retries:
             attempt.number += 1
@@ -155,3 +219,11 @@ class Job:
         else:
             row = OutputRow(record.id, "invalid", None, record.message(problem), attempt.number + 1, attempt.usage)
             self.sink.put(record.index, row)
+
+    def _check_copies(self, record: Any, text: str) -> None:
+        if self.copy_check is None:
+            return
+        copied = self.copy_check.copied(record, text)
+        if copied:
+            self.outcome.copying_records += 1
+            self.outcome.copied_fields.update(set(copied))

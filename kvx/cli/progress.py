@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kvx.cli.fleet_view import fleet_progress, fleet_rows
-from kvx.cli.job import JobOutcome
+from kvx.cli.job import JobOutcome, JobSettings
 from kvx.cli.sink import RowCounts
 
 
@@ -55,7 +55,7 @@ def show_progress(quiet: bool) -> bool:
 
 
 def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: dict, model: str,
-              shared_prefix_tokens: int) -> dict:
+              shared_prefix_tokens: int, settings: JobSettings) -> dict:
     """The figures of one run, as printed in the summary and written by --stats."""
     return {
         "model": model,
@@ -70,8 +70,24 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "elapsed_s": round(elapsed, 3),
         "records_per_s": round(counts.done / elapsed, 3) if elapsed > 0 else 0.0,
         "shared_prefix_tokens": shared_prefix_tokens,
+        "choices": settings.choices,
+        "calibration_points": outcome.calibration_points,
+        "truncate": settings.truncate,
+        "truncated_records": outcome.truncated_records,
+        "truncated_tokens": outcome.truncated_tokens,
+        "records_copying_examples": outcome.copying_records,
+        "copied_example_fields": dict(outcome.copied_fields.most_common()),
+        "warnings": copy_warnings(outcome, counts.ok),
         "engine": engine,
     }
+
+
+def copy_warnings(outcome: JobOutcome, ok: int) -> list[str]:
+    if not outcome.copying_records:
+        return []
+    fields = ", ".join(f"{p} {n}" for p, n in outcome.copied_fields.most_common(4))
+    return [f"{outcome.copying_records} of {ok} ok records copy a value from --examples that their text does not "
+            f"contain ({fields}): the model repeats the example instead of reading the text"]
 
 
 def write_stats(path: str, stats: dict) -> None:
@@ -99,8 +115,17 @@ def print_summary(stats: dict) -> None:
         ("peak KV pool pressure", f"{e.get('peak_kv_pool_pressure', 0):.1%}"),
     ]
     rows += fleet_rows(e)
+    if stats["choices"] != "greedy":
+        rows.append(("ranked choices", f"{e.get('ranked_choices', 0)} ({e.get('choices_overruling_greedy', 0)} "
+                                       f"unlike greedy; {stats['choices']})"))
+    if stats["truncated_records"]:
+        rows.append(("truncated", f"{stats['truncated_records']} records, {stats['truncated_tokens']} tokens cut "
+                                  f"(--truncate {stats['truncate']})"))
     if stats["interrupted"]:
         rows.append(("interrupted", "yes: rerun with --resume to finish"))
     for name, value in rows:
         table.add_row(name, value)
-    Console(stderr=True).print(table)
+    console = Console(stderr=True)
+    console.print(table)
+    for warning in stats["warnings"]:
+        console.print(f"[bold yellow]warning:[/] {warning}")

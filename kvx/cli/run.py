@@ -6,7 +6,7 @@ import signal
 import time
 
 from kvx.cli.extract import ExtractArgs
-from kvx.cli.job import Job, JobSettings
+from kvx.cli.job import CHOICE_MODES, Job, JobSettings
 from kvx.cli.options import check_choice, check_positive, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
 from kvx.cli.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
@@ -14,13 +14,14 @@ from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker, load_schema
 from kvx.cluster.options import ClusterOptions
 from kvx.errors import ConfigError
+from kvx.copy_check import CopyCheck
 from kvx.io.done_rows import DoneRows
 from kvx.io.fingerprint import Fingerprint, job_fingerprint
 from kvx.io.output_lock import output_lock
 from kvx.io.readers import InputSource, input_format, open_input
 from kvx.io.writers import RowWriter, check_output_path, open_output, output_format, read_done
-from kvx.prompts import (PromptBuilder, PromptError, PromptSpec, load_examples, load_template, read_text_option,
-                         shared_prompt_problem)
+from kvx.prompts import (SCHEMA_STYLES, TRUNCATE_MODES, PromptBuilder, PromptError, PromptSpec, load_examples,
+                         load_template, read_text_option, shared_prompt_problem)
 
 EXIT_OK, EXIT_FAILURES, EXIT_INTERRUPTED = 0, 1, 130
 DTYPES = ("auto", "float32", "bfloat16")
@@ -66,7 +67,9 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
         raise ConfigError("--resume needs an output file (-o FILE)")
     if a.force and not a.resume:
         raise ConfigError("--force only applies to --resume (without --resume the output is replaced anyway)")
-    return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed)
+    return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
+                       choices=check_choice(a.choices, CHOICE_MODES, "--choices"),
+                       truncate=check_choice(a.truncate, TRUNCATE_MODES, "--truncate"), copy_guard=a.copy_guard)
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
@@ -77,6 +80,7 @@ def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
         examples=load_examples(a.examples, checker.problem) if a.examples else [],
         raw=a.raw,
         describe_schema=not a.no_schema_prompt,
+        schema_style=check_choice(a.schema_style, SCHEMA_STYLES, "--schema-style"),
     )
 
 
@@ -113,7 +117,8 @@ def run_extract(a: ExtractArgs) -> int:
         try:
             builder = prompt_builder(a, spec, schema, runtime)
             writer = open_output(a.output, schema, fingerprint, resume=a.resume)
-            return run_job(a, source, writer, builder, runtime, checker, settings, finished)
+            copies = CopyCheck([ex.output for ex in spec.examples], schema) if spec.examples else None
+            return run_job(a, source, writer, builder, runtime, checker, settings, finished, copies)
         finally:
             runtime.close()
 
@@ -127,12 +132,12 @@ def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:
 
 
 def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: PromptBuilder, runtime: Runtime,
-            checker: RecordChecker, settings: JobSettings, finished: DoneRows) -> int:
+            checker: RecordChecker, settings: JobSettings, finished: DoneRows, copies: CopyCheck | None) -> int:
     metrics = runtime.engine.metrics.snapshot
     total = None if source.total is None else max(source.total - len(finished), 0)
     view = ProgressView(total, metrics, show_progress(a.quiet))
     sink = RowSink(writer, ordered=a.ordered, on_commit=view.advance)
-    job = Job(source, sink, builder, runtime, checker, settings, finished)
+    job = Job(source, sink, builder, runtime, checker, settings, finished, copies)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill stops like Ctrl-C
     started = time.perf_counter()
     try:
@@ -141,7 +146,7 @@ def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: Pro
         signal.signal(signal.SIGTERM, previous)
         view.stop()
     stats = job_stats(sink.counts, outcome, time.perf_counter() - started, metrics(), runtime.model_name,
-                      builder.shared_prefix_tokens())
+                      builder.shared_prefix_tokens(), settings)
     if a.stats:
         write_stats(a.stats, stats)
     if outcome.failure is not None:

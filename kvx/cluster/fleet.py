@@ -171,7 +171,7 @@ class FleetEngine:
     def _wire(self, key: int) -> WireRequest:
         req = self._inflight[key]
         budget = req.sampling.max_tokens if req.constraint is not None else None
-        return WireRequest(key, array("i", req.prompt_ids), req.sampling, budget)
+        return WireRequest(key, array("i", req.prompt_ids), req.sampling, budget, req.choice_hook)
 
     def _report(self, r: int, ref) -> ReplicaReport | None:
         try:
@@ -190,7 +190,7 @@ class FleetEngine:
                 continue
             self._out_tokens += w.usage.generated_tokens
             self._out_seen += 1
-            yield Result(req.id, w.token_ids, w.text, w.finish_reason, w.usage, w.error, req.user_data)
+            yield Result(req.id, w.token_ids, w.text, w.finish_reason, w.usage, w.error, req.user_data, w.choices)
 
     def _lose(self, r: int, reason: str) -> None:
         """Re-queue what replica r held, then hand its queue to the others."""

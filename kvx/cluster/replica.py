@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
-from kvx.engine.api import PAUSE, Pause, Request, Result, SamplingParams, Usage
+from kvx.engine.api import PAUSE, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
+from kvx.engine.choices import ChoiceHook
 from kvx.errors import KvxError
 
 
@@ -27,6 +28,7 @@ class WireRequest:
     prompt: array  # token ids, int32
     sampling: SamplingParams
     budget: int | None  # the grammar's token budget (the request is constrained), None: free text
+    choice_hook: ChoiceHook | None = None  # plain data (the calibration table): it travels with the request
 
 
 @dataclass
@@ -37,6 +39,7 @@ class WireResult:
     finish_reason: str
     usage: Usage
     error: str | None
+    choices: list[ChoiceTrace] = field(default_factory=list)
 
 
 @dataclass
@@ -143,12 +146,13 @@ class ReplicaWorker:
     def _request(self, w: WireRequest) -> Request:
         constraint = self.runtime.constraint(w.budget) if w.budget is not None else None
         return Request(id=str(w.key), prompt_ids=w.prompt.tolist(), sampling=w.sampling,
-                       constraint=constraint, user_data=w.key)
+                       constraint=constraint, choice_hook=w.choice_hook, user_data=w.key)
 
     def _finished(self, r: Result) -> None:
         with self._cv:
             box = self._box
-            box.finished.append(WireResult(r.user_data, list(r.token_ids), r.text, r.finish_reason, r.usage, r.error))
+            box.finished.append(WireResult(r.user_data, list(r.token_ids), r.text, r.finish_reason, r.usage, r.error,
+                                             r.choices))
             box.in_engine -= 1
             box.done += 1
             if not box.in_engine and box.busy_since is not None:

@@ -11,7 +11,17 @@ requests, so a 10 GB input streams through.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:
+    from kvx.engine.choices import ChoiceHook
+
+
+class TokenVeto(Protocol):
+    """Refuses a greedy token given the output so far (e.g. kvx.copy_check.CopyGuard); such
+    requests do not draft (a draft is confirmed by the plain argmax)."""
+
+    def vetoes(self, output_ids: list[int], token: int) -> bool: ...
 
 
 class Pause:
@@ -35,6 +45,9 @@ class SamplingParams:
     seed: int | None = None  # per-request seed; same seed, same output
     stop_token_ids: list[int] | None = None  # None = the model's EOS ids
     ignore_eos: bool = False
+    # greedy only: at a closed set of values the grammar allows, score each whole value and append
+    # the best (kvx/engine/choices.py); needs a constraint with complete_values()
+    rank_choices: bool = False
 
 
 @dataclass
@@ -47,6 +60,8 @@ class Request:
     # allowed_mask(), advance(tok), forced_tokens(); with fork() (a copy to walk a draft on) it also drafts.
     # A factory (not a matcher) so a preempted, recomputed sequence can start a fresh one.
     constraint: Callable[[], Any] | None = None
+    choice_hook: ChoiceHook | None = None  # adjusts ranked choices' scores (e.g. contextual calibration)
+    token_veto: TokenVeto | None = None  # greedy only: tokens it vetoes give way to the next best
     user_data: Any = None  # carried through to the Result untouched
 
 
@@ -59,6 +74,16 @@ class Usage:
 
 
 @dataclass
+class ChoiceTrace:
+    """One ranked choice a sequence made: where (a grammar point, the same in every record and
+    process), the values offered (b"" = the open rest) and their log-probabilities."""
+
+    key: tuple
+    labels: list[bytes]
+    logprobs: list[float]
+
+
+@dataclass
 class Result:
     id: str
     token_ids: list[int]
@@ -67,6 +92,7 @@ class Result:
     usage: Usage
     error: str | None = None  # one-line message when finish_reason == "error"
     user_data: Any = None
+    choices: list[ChoiceTrace] = field(default_factory=list)  # ranked choices made, in order
 
 
 @dataclass

@@ -2,8 +2,8 @@
 
 The step loop: pull requests lazily (at most max_queued waiting), schedule a step, run the model,
 sample (grammar mask first, jump-forward appends after; a draft is cut back to what the logits
-confirm), publish full blocks to the radix cache, draft for the next step (speculation.py) and
-yield the sequences that finished.
+confirm; a ranked choice scores its values, choices.py), publish full blocks to the radix cache,
+draft for the next step (speculation.py) and yield the sequences that finished.
 """
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ import torch
 
 from kvx import kernels
 from kvx.kernels.interface import KVCache
-from kvx.engine.api import PAUSE, EngineConfig, Pause, Request, Result, Usage
+from kvx.engine.api import PAUSE, ChoiceTrace, EngineConfig, Pause, Request, Result, Usage
 from kvx.engine.block_manager import BlockManager
 from kvx.engine.cuda_graphs import decode_graphs_for
+from kvx.engine.choices import Fork, PendingChoice
 from kvx.engine.host_memory import keep_freed_buffers
 from kvx.engine.model_runner import ModelRunner
 from kvx.engine.radix_cache import RadixCache
@@ -28,6 +29,7 @@ from kvx.engine.speculation import SpeculationConfig, checked_choices, draft_len
 from kvx.errors import CapacityError, ConfigError
 from kvx.metrics import EngineMetrics
 
+MAX_VETOES = 16  # vetoed tokens skipped at one position at most
 _KV_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int8": torch.int8}
 
 
@@ -171,7 +173,7 @@ class Engine:
         t1 = time.perf_counter()
         self.scheduler.advance(step)
         self.metrics.on_step(step.total_tokens, self.blocks.num_held, self.blocks.num_cached_idle)
-        done = self._sample([step.seqs[i] for i in sampled], counts, logits)
+        done = self._route([step.seqs[i] for i in sampled], counts, logits)
         self.scheduler.publish(step)
         self.metrics.model_seconds += t1 - t0
         self.metrics.sample_seconds += time.perf_counter() - t1
@@ -181,6 +183,30 @@ class Engine:
         self.metrics.used_blocks = self.blocks.num_held
         self.metrics.cached_blocks = self.blocks.num_cached_idle
         return results
+
+    def _route(self, owners: list[Sequence | Fork], counts: list[int], logits: torch.Tensor) -> list[Sequence]:
+        """Sequences' rows are sampled; forks' rows score their values, and choices whose forks are
+        all back are settled."""
+        if not any(isinstance(o, Fork) for o in owners):
+            return self._sample(owners, counts, logits)
+        rows, seqs, seq_counts, settled, first = [], [], [], [], 0
+        for owner, n in zip(owners, counts):
+            if isinstance(owner, Fork):
+                owner.score(logits[first:first + n])
+                self.metrics.choice_fork_tokens += n
+                if owner.parent.choice.ready:
+                    settled.append(owner.parent)
+            else:
+                rows.extend(range(first, first + n))
+                seqs.append(owner)
+                seq_counts.append(n)
+            first += n
+        done = self._sample(seqs, seq_counts, logits[rows]) if seqs else []
+        for seq in settled:
+            self._settle(seq)
+            if seq.finish_reason is not None:
+                done.append(seq)
+        return done
 
     def _sample(self, seqs: list[Sequence], counts: list[int], logits: torch.Tensor) -> list[Sequence]:
         """counts[j] consecutive logits rows belong to seqs[j] (more than one: rows that check its draft)."""
@@ -196,7 +222,7 @@ class Engine:
         tokens = sample(logits, [s.request.sampling for s in owners], [s.generator for s in owners])
         done, first = [], 0
         for seq, n in zip(seqs, counts):
-            self._take(seq, tokens[first:first + n], masks[first:first + n])
+            self._take(seq, tokens[first:first + n], masks[first:first + n], logits[first:first + n])
             first += n
             if seq.finish_reason is not None:
                 done.append(seq)
@@ -206,8 +232,9 @@ class Engine:
                 self.metrics.drafted_tokens += propose(seq, k, self.max_model_len)
         return done
 
-    def _take(self, seq: Sequence, choices: list[int], masks: list[torch.Tensor | None]) -> None:
-        """Append the step's choices for seq: its confirmed draft tokens, then the model's next token."""
+    def _take(self, seq: Sequence, choices: list[int], masks: list[torch.Tensor | None], rows: torch.Tensor) -> None:
+        """Append the step's choices for seq: its confirmed draft tokens, then the model's next token
+        (or, at a ranked choice, the start of its scoring)."""
         computed, checked = seq.num_computed, seq.draft
         drafted = seq.take_draft()
         base = seq.num_tokens
@@ -217,10 +244,10 @@ class Engine:
             if seq.finish_reason is not None:
                 break
         if seq.finish_reason is None:
-            if row is not None:
-                self._choose(seq, choices[row], masks[row])
-            elif seq.num_tokens == base + len(drafted):  # the draft ended at a choice: the last row makes it
-                self._choose(seq, choices[-1], masks[-1])
+            if row is None and seq.num_tokens == base + len(drafted):  # the draft ended at a choice: the last row makes it
+                row = len(choices) - 1
+            if row is not None and not self._rank(seq, rows[row]):
+                self._choose(seq, self._unvetoed(seq, choices[row], rows[row]), masks[row])
         if drafted:
             kept = common_prefix(seq.token_ids[base:], drafted, len(drafted))
             self.metrics.accepted_draft_tokens += kept
@@ -233,10 +260,60 @@ class Engine:
         else:
             self._accept(seq, tok)
 
-    def _accept(self, seq: Sequence, tok: int) -> None:
-        """Append a sampled token, then the grammar-forced ones (jump-forward: computed next step as
-        one multi-token extend, never sampled), checking the stop rules after each."""
-        pending, forced = [tok], False
+    # --- ranked choices (choices.py) --------------------------------------------------------
+    def _rank(self, seq: Sequence, row: torch.Tensor) -> bool:
+        """At a closed set of values, start ranking them from the masked logits row; False where
+        the token is chosen as usual (no choice here, or the request does not rank)."""
+        p = seq.request.sampling
+        if not p.rank_choices or p.temperature > 0 or seq.matcher is None:
+            return False
+        point = seq.matcher.complete_values()
+        if point is None or max(len(o.tokens) for o in point.options) > self.config.batch_tokens:
+            return False
+        seq.choice = PendingChoice.start(point, row)
+        if not seq.choice.multi_token():
+            self._settle(seq)  # every value is one token: the row alone scores them
+        return True
+
+    def _settle(self, seq: Sequence) -> None:
+        """Append the winning value of seq's choice (or the likeliest token of the open rest)."""
+        choice: PendingChoice = seq.choice
+        win = choice.winner(seq.request.choice_hook)
+        seq.choices_made.append(ChoiceTrace(choice.key, choice.labels, choice.logprobs()))
+        self.metrics.ranked_choices += 1
+        self.metrics.choices_overruling_greedy += choice.overrules_greedy(win)
+        if win == len(choice.options):
+            self.scheduler.settle_choice(seq, None)
+            return self._accept(seq, self._unvetoed(seq, choice.open_token, choice.open_logits))
+        value = choice.options[win].tokens
+        computed = seq.num_tokens + len(value) - 1 if len(value) > 1 else seq.num_computed
+        self.scheduler.settle_choice(seq, win)
+        self._accept(seq, *value)
+        seq.num_computed = computed  # the winning fork computed all of the value's KV but its last token's
+        return None
+
+    def _unvetoed(self, seq: Sequence, tok: int, row: torch.Tensor | None) -> int:
+        """The greedy token, or the best one the request's TokenVeto lets through (a few tries)."""
+        veto = seq.request.token_veto
+        if veto is None or row is None or seq.request.sampling.temperature > 0:
+            return tok
+        row = row.clone()
+        for _ in range(MAX_VETOES):
+            if not veto.vetoes(seq.output_ids, tok):
+                return tok
+            self.metrics.vetoed_tokens += 1
+            row[tok] = float("-inf")
+            nxt = int(row.argmax())
+            if row[nxt] == float("-inf"):
+                break
+            tok = nxt
+        return tok
+
+    def _accept(self, seq: Sequence, *chosen: int) -> None:
+        """Append the chosen tokens (sampled, or a ranked value), then the grammar-forced ones
+        (jump-forward: computed next step as one multi-token extend, never sampled), checking the
+        stop rules after each."""
+        pending, forced = list(chosen), False
         while pending:
             for t in pending:
                 seq.append(t)
@@ -263,4 +340,5 @@ class Engine:
         if seq.finish_reason == "error":
             self.metrics.requests_failed += 1
         text = self.tokenizer.decode(out) if out else ""
-        return Result(seq.request.id, out, text, seq.finish_reason, seq.usage, seq.error, seq.request.user_data)
+        return Result(seq.request.id, out, text, seq.finish_reason, seq.usage, seq.error, seq.request.user_data,
+                      seq.choices_made)

@@ -21,9 +21,10 @@ from kvx.kernels.mask import apply_token_bitmask_inplace, bitmask_words, pack_bo
 
 
 def apply_mask(row: torch.Tensor, allowed: torch.Tensor) -> None:
-    """row [V] float, allowed [<= V] bool (tokenizer vocab; rows past it are padding: never allowed)."""
-    n = allowed.shape[0]
-    row[:n].masked_fill_(~allowed.to(row.device), float("-inf"))
+    """row [V] float, allowed [N] bool over the tokenizer's vocabulary: rows past N are padding, never
+    allowed; ids past V (a tokenizer with more tokens than the model has rows) can never be chosen."""
+    n = min(allowed.shape[0], row.shape[0])
+    row[:n].masked_fill_(~allowed[:n].to(row.device), float("-inf"))
     if n < row.shape[0]:
         row[n:] = float("-inf")
 

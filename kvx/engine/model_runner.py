@@ -83,6 +83,8 @@ class ModelRunner:
         if graphs is not None and not graphs.fits(step.num_tokens):
             graphs = None
         input_ids, positions, meta, logits_indices, sampled, counts = self.prepare(step, "cpu" if graphs else None)
+        if step.copies:  # ranked-choice forks own a copy of their parent's partial block
+            self.kv_cache.copy_blocks(step.copies)
         if graphs is not None:  # the graph copies the host inputs into its static buffers
             logits = graphs.run(input_ids, positions, meta, logits_indices)
         else:

@@ -13,6 +13,11 @@ shared prefix is computed once and then served from the radix cache.
 
 When the pool runs dry, the least important running sequence (lowest priority, then newest) is
 preempted: its blocks are released (full ones stay in the radix cache) and it is recomputed later.
+
+A sequence waiting on a ranked choice (kvx/engine/choices.py) computes nothing itself: its forks,
+one row per multi-token value, take its place in the step. Their blocks are taken like a growing
+sequence's (preempting if needed); each fork's copy of the partial last block is listed in
+`ScheduledStep.copies` for the runner to make before the forward.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ import heapq
 from dataclasses import dataclass, field
 
 from kvx.engine.block_manager import BlockManager
+from kvx.engine.choices import Fork
 from kvx.engine.radix_cache import RadixCache
 from kvx.engine.sequence import Sequence, Status
 from kvx.metrics import EngineMetrics
@@ -28,8 +34,9 @@ from kvx.metrics import EngineMetrics
 
 @dataclass
 class ScheduledStep:
-    seqs: list[Sequence] = field(default_factory=list)
+    seqs: list[Sequence | Fork] = field(default_factory=list)
     num_tokens: list[int] = field(default_factory=list)  # tokens computed for each seq this step
+    copies: list[tuple[int, int]] = field(default_factory=list)  # (from, to) blocks to copy first
 
     @property
     def total_tokens(self) -> int:
@@ -101,6 +108,11 @@ class Scheduler:
         i = 0
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
+            if seq.choice is not None:
+                if self._fork(seq, step):
+                    budget = self._add_forks(seq, step, budget)
+                    i += 1
+                continue  # else seq itself was preempted; running[i] is the next one
             if seq.draft and not self._draft_fits(seq, budget):
                 seq.take_draft()  # a draft is checked whole in one step, and never costs a preemption
             n = min(seq.num_uncomputed, budget)
@@ -124,17 +136,68 @@ class Scheduler:
         """Give seq blocks for num_tokens tokens, preempting less important sequences if needed.
 
         Returns False when seq itself had to be preempted."""
-        need = seq.blocks_needed(num_tokens, self.bs)
+        got = self._blocks_for(seq, seq.blocks_needed(num_tokens, self.bs))
+        if got is not None:
+            seq.block_table.extend(got)
+        return got is not None
+
+    def _blocks_for(self, seq: Sequence, need: int) -> list[int] | None:
+        """need fresh blocks for seq, preempting the least important sequences while the pool is
+        dry; None when that came to seq itself (it was preempted)."""
         while need > 0:
             got = self.blocks.allocate(need)
             if got is not None:
-                seq.block_table.extend(got)
-                return True
+                return got
             victim = self.running[-1]
             self.preempt(victim)
             if victim is seq:
+                return None
+        return []
+
+    def _fork(self, seq: Sequence, step: ScheduledStep) -> bool:
+        """Forks for every multi-token value of seq's pending choice not forked yet; False when
+        seq was preempted for their blocks."""
+        choice, length = seq.choice, seq.num_tokens
+        full = length // self.bs
+        forked = {f.option for f in choice.forks}
+        for i in choice.multi_token():
+            if i in forked:
+                continue
+            value = choice.options[i].tokens
+            got = self._blocks_for(seq, -(-(length + len(value) - 1) // self.bs) - full)
+            if got is None:
                 return False
+            if length % self.bs:  # copy-on-write: the fork writes its first tokens after the prefix's last ones
+                step.copies.append((seq.block_table[full], got[0]))
+            choice.forks.append(Fork(seq, i, value, seq.token_ids + list(value[:-1]), length,
+                                     seq.block_table[:full] + got, got))
         return True
+
+    def _add_forks(self, seq: Sequence, step: ScheduledStep, budget: int) -> int:
+        for fork in seq.choice.forks:
+            n = fork.num_uncomputed
+            if 0 < n <= budget:
+                step.add(fork, n)
+                budget -= n
+        return budget
+
+    def settle_choice(self, seq: Sequence, option: int | None) -> None:
+        """seq's choice is made (before its value is appended): the fork of `option` (None: no fork
+        won) hands its blocks to seq in place of seq's partial last block; the others are freed."""
+        choice, seq.choice = seq.choice, None
+        full = seq.num_tokens // self.bs
+        for fork in choice.forks:
+            if fork.option == option:
+                self.blocks.release(seq.block_table[full:])
+                seq.block_table = seq.block_table[:full] + fork.own
+            else:
+                self.blocks.release(fork.own)
+
+    def _drop_choice(self, seq: Sequence) -> None:
+        if seq.choice is not None:
+            for fork in seq.choice.forks:
+                self.blocks.release(fork.own)
+            seq.choice = None
 
     def _admit(self, budget: int) -> int:
         """Admit the head of the queue with a first chunk of at most budget tokens; 0 if it must wait."""
@@ -186,6 +249,7 @@ class Scheduler:
     # --- transitions -------------------------------------------------------------------------
     def preempt(self, seq: Sequence) -> None:
         self.running.remove(seq)
+        self._drop_choice(seq)  # decided again after the recompute, from the same grammar state
         self.blocks.release(seq.block_table)
         seq.reset_for_recompute()
         self.metrics.preemptions += 1
@@ -194,6 +258,7 @@ class Scheduler:
     def finish(self, seq: Sequence) -> None:
         """Drop a finished sequence from the running set and release its blocks (they stay cached)."""
         self.running.remove(seq)
+        self._drop_choice(seq)
         self.blocks.release(seq.block_table)
         seq.block_table = []
 
@@ -208,6 +273,8 @@ class Scheduler:
         if self.cache is None:
             return
         for seq in step.seqs:
+            if isinstance(seq, Fork):
+                continue  # a fork's value is tentative; the winner's blocks are published as its parent's
             full = min(seq.num_computed, seq.num_tokens) // self.bs
             if full > seq.num_cached_blocks:
                 seq.cache_node = self.cache.publish(

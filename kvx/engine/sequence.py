@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from kvx.engine.api import Request, Usage
+from kvx.engine.api import ChoiceTrace, Request, Usage
 
 
 class Status(enum.Enum):
@@ -28,6 +28,7 @@ class Sequence:
         "request", "seq_no", "token_ids", "num_prompt", "num_computed", "block_table",
         "num_cached_blocks", "cache_node", "status", "usage", "matcher", "generator", "stop_ids",
         "finish_reason", "error", "admitted", "recomputes", "draft", "draft_masks", "lookup", "lookup_upto",
+        "choice", "choices_made",
     )
 
     def __init__(self, request: Request, seq_no: int, stop_ids: frozenset[int]):
@@ -52,6 +53,8 @@ class Sequence:
         self.draft_masks: list[Any] = []  # the grammar's mask at each of those logits rows (with a matcher)
         self.lookup: dict[int, int] = {}  # token -> latest position (speculation's prompt lookup)
         self.lookup_upto = 0
+        self.choice: Any = None  # a PendingChoice while its values are scored (kvx/engine/choices.py)
+        self.choices_made: list[ChoiceTrace] = []
 
     # --- views -------------------------------------------------------------------------------
     @property

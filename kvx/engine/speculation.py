@@ -46,7 +46,7 @@ def _latest_positions(seq: Sequence) -> dict[int, int]:
 
 def propose(seq: Sequence, k: int, max_model_len: int) -> int:
     """Append up to k drafted tokens (plus the forced runs they lead to) to seq; returns how many."""
-    if seq.draft or seq.request.sampling.temperature > 0:
+    if seq.draft or seq.request.sampling.temperature > 0 or seq.request.token_veto is not None:
         return 0
     if seq.matcher is not None and not hasattr(seq.matcher, "fork"):
         return 0  # a constraint that cannot be copied cannot walk a draft
@@ -63,6 +63,7 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
         return tokens[i] if i < base else drafted[i - base]
 
     matcher = seq.matcher.fork() if seq.matcher is not None else None
+    ranks = seq.request.sampling.rank_choices
     src = index.get(tokens[-1])  # the draft copies what followed tokens[src]
     while src is not None and len(drafted) < k:
         src += 1
@@ -70,6 +71,8 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
         if tok in seq.stop_ids:
             break
         if matcher is not None:
+            if ranks and matcher.complete_values() is not None:
+                break  # a ranked choice is made on the row after the draft, never by a draft check
             allowed = matcher.allowed_mask()
             if not (tok < allowed.shape[0] and bool(allowed[tok])):
                 break

@@ -168,6 +168,7 @@ USAGE_TYPE = pa.struct([
     pa.field("prompt_tokens", pa.int64()),
     pa.field("cached_tokens", pa.int64()),
     pa.field("generated_tokens", pa.int64()),
+    pa.field("truncated_tokens", pa.int64()),
 ])
 
 

@@ -33,6 +33,7 @@ class RowUsage:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     generated_tokens: int = 0
+    truncated_tokens: int = 0  # record text tokens cut to fit the context (--truncate)
 
     def add(self, prompt: int, cached: int, generated: int) -> None:
         self.prompt_tokens += prompt
@@ -60,5 +61,6 @@ class OutputRow:
                 "prompt_tokens": self.usage.prompt_tokens,
                 "cached_tokens": self.usage.cached_tokens,
                 "generated_tokens": self.usage.generated_tokens,
+                "truncated_tokens": self.usage.truncated_tokens,
             },
         }

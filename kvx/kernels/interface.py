@@ -133,6 +133,14 @@ class KVCache:
             return LayerKV(self.data[i, 0], self.data[i, 1])
         return LayerKV(self.data[i, 0], self.data[i, 1], self.scale[i, 0].transpose(1, 2), self.scale[i, 1].transpose(1, 2))
 
+    def copy_blocks(self, pairs: list[tuple[int, int]]) -> None:
+        """Copy every layer's K/V (and int8 scales) of block a into block b, for each (a, b)."""
+        src = torch.tensor([a for a, _ in pairs], dtype=torch.int64, device=self.data.device)
+        dst = torch.tensor([b for _, b in pairs], dtype=torch.int64, device=self.data.device)
+        self.data[:, :, dst] = self.data[:, :, src]
+        if self.scale is not None:
+            self.scale[:, :, dst] = self.scale[:, :, src]
+
     def nbytes(self) -> int:
         n = self.data.numel() * self.data.element_size()
         if self.scale is not None:

@@ -147,9 +147,14 @@ def test_prompt_options_reach_the_engine(tmp_path, monkeypatch):
     assert code == 1 and [r["status"] for r in rows] == ["ok", "error"]
     assert rows[1]["error"] == "line 2: missing field 'body'"  # id 2 is line 2: named once
     engine = engines[0].engine
-    prompt = engine.tokenizer.decode(engine.seen_requests[0].prompt_ids)
+    content_free = [r for r in engine.seen_requests if r.id.startswith("content-free")]
+    records = [r for r in engine.seen_requests if not r.id.startswith("content-free")]
+    prompt = engine.tokenizer.decode(records[0].prompt_ids)
     assert prompt.startswith("<|im_start|>system\nYou triage tickets for ACME.")
-    assert '"SupportTicket"' in prompt  # the schema is described by default
+    assert '\n- category: one of "billing", "technical"' in prompt  # the schema is described by default, as fields
+    # --choices calibrated (the default) first sends the template with content-free fields
+    assert engine.tokenizer.decode(content_free[0].prompt_ids).endswith(
+        "Subject: N/A\nBody: N/A {literal}<|im_end|>\n<|im_start|>assistant\n")
     assert "Where is my order ORD-9?<|im_end|>\n<|im_start|>assistant\n{\"category\": \"shipping\"" in prompt
     assert prompt.endswith("Subject: Refund\nBody: Charged twice {literal}<|im_end|>\n<|im_start|>assistant\n")
 
@@ -159,3 +164,46 @@ def test_stats_file(tmp_path):
     stats = json.loads((tmp_path / "s" / "stats.json").read_text())
     assert code == 0 and stats["records_done"] == 60 and stats["ok"] == 60 and stats["interrupted"] is False
     assert {"cache_hit_rate", "batch_utilisation", "kv_pool_pressure"} <= set(stats["engine"])
+
+
+@pytest.mark.parametrize("keep", ["none", "head", "tail", "middle"])
+def test_truncate_keeps_every_row_and_reports_the_cut(tmp_path, monkeypatch, keep):
+    """The fake model's context is 4096 code points: two texts longer than that among short ones."""
+    import kvx_fake_runtime
+
+    engines = []
+    real = kvx_fake_runtime.fake_runtime
+    monkeypatch.setattr(kvx_fake_runtime, "fake_runtime", lambda s, o: engines.append(real(s, o)) or engines[-1])
+    long_text = "refund " + "x" * 5000 + " END"
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": "short one"}, {"id": 2, "text": long_text},
+                                              {"id": 3, "text": long_text + "!"}, {"id": 4, "text": "short two"}])
+    code, out = extract(tmp_path, "--truncate", keep, "--ordered", "--max-tokens", "300",
+                        "--stats", tmp_path / "stats.json", input=src)
+    rows, stats = read_jsonl(out), json.loads((tmp_path / "stats.json").read_text())
+    assert [r["id"] for r in rows] == ["1", "2", "3", "4"]  # the row count is kept either way
+    cuts = [r["usage"]["truncated_tokens"] for r in rows]
+    if keep == "none":
+        assert code == 1 and [r["status"] for r in rows] == ["ok", "error", "error", "ok"] and cuts == [0] * 4
+        assert "context is 4096" in rows[1]["error"] and "--truncate" in rows[1]["error"]
+        return
+    assert code == 0 and all(r["status"] == "ok" for r in rows)
+    assert cuts[0] == cuts[3] == 0 and cuts[1] > 1000 and cuts[2] == cuts[1] + 1
+    assert stats["truncated_records"] == 2 and stats["truncated_tokens"] == sum(cuts) and stats["truncate"] == keep
+    seen = [r for r in engines[0].engine.seen_requests if r.id.startswith("1.")]
+    assert len(seen[0].prompt_ids) + 300 <= 4096  # room left for --max-tokens
+    user = engines[0].engine.tokenizer.decode(seen[0].prompt_ids).rsplit("<|im_start|>user\n", 1)[1]
+    assert user.startswith("refund") == (keep != "tail") and ("END<|im_end|>" in user) == (keep != "head")
+
+
+def test_examples_copied_by_the_model_are_warned(tmp_path):
+    """The fake model answers tags ["fake"] for every text: with an example whose output has that tag,
+    every record copies an example value its text lacks."""
+    write_jsonl(tmp_path / "ex.jsonl", [{"input": "My order never came.", "output": {
+        "category": "shipping", "priority": "high", "sentiment": "negative", "summary": "order did not arrive",
+        "requires_refund": False, "tags": ["fake"]}}])
+    code, _ = extract(tmp_path, "--examples", tmp_path / "ex.jsonl", "--stats", tmp_path / "stats.json")
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert code == 0 and stats["records_copying_examples"] == 60 and stats["copied_example_fields"] == {"/tags/*": 60}
+    assert stats["warnings"] and stats["warnings"][0].startswith("60 of 60 ok records copy a value from --examples")
+    code, _ = extract(tmp_path, "--stats", tmp_path / "plain.json")
+    assert json.loads((tmp_path / "plain.json").read_text())["warnings"] == []

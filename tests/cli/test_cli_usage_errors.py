@@ -38,6 +38,9 @@ CASES = [
     (["--examples", "{t}/badex.jsonl"], ["badex.jsonl line 1: output does not match the schema", "required property"]),
     (["--output", "{t}/out.xlsx"], ["out.xlsx: unknown output format"]),
     (["--max-tokens", "many"], ["Invalid value for '--max-tokens'"]),
+    (["--choices", "best"], ["--choices 'best': choose one of greedy, rank, calibrated"]),
+    (["--truncate", "end"], ["--truncate 'end': choose one of none, head, tail, middle"]),
+    (["--schema-style", "yaml"], ["--schema-style 'yaml': choose one of fields, json"]),
     (["--frobnicate"], ["No such option: --frobnicate"]),
 ]
 

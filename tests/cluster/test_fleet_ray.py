@@ -10,6 +10,7 @@ from kvx_cli_helpers import FAKE, HERE, REPO, TICKET_SCHEMA, read_jsonl, write_j
 ray = pytest.importorskip("ray")
 
 from kvx.cli.main import main  # noqa: E402
+from kvx.engine.calibration import CONTENT_FREE_TEXTS  # noqa: E402
 
 SAMPLES = REPO / "samples" / "tickets.jsonl"
 FLEET = ["--replicas", "2", "--replica-cpus", "1", "--max-seqs", "2", "-q"]  # 4 requests on a replica at a time
@@ -47,8 +48,9 @@ def test_every_record_assigned_and_written_once(cluster, tmp_path):
     assert all(r["status"] == "ok" for r in rows)
     reps = stats["engine"]["replicas"]
     assert [r["replica"] for r in reps] == [0, 1] and all(r["requests_done"] > 0 for r in reps)
-    assert sum(r["requests_done"] for r in reps) == len(ids)
-    plan = stats["engine"]["fleet"]["plans"][0]
+    # the content-free prompts of --choices calibrated run first, through the fleet too
+    assert sum(r["requests_done"] for r in reps) == len(ids) + len(CONTENT_FREE_TEXTS)
+    plan = stats["engine"]["fleet"]["plans"][-1]
     assert plan["requests"] == len(ids) and plan["replicas"] == 2
 
 

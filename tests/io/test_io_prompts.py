@@ -42,7 +42,11 @@ def test_chat_template_is_the_models(tok):
                 {"role": "user", "content": rec["text"]}]
     expected = tok.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     assert b.prompt_text(rec) == expected
-    assert json.dumps(SCHEMA, separators=(",", ":")) in b.system  # the schema is described
+    # the schema is described as a field list by default, as its JSON on request
+    assert '\n- priority: one of "low", "medium", "high", "urgent"\n' in b.system
+    assert "- order_id: text or null, matching ^[A-Z0-9-]{4,20}$ (optional)\n" in b.system
+    as_json = PromptBuilder(PromptSpec(schema_style="json"), SCHEMA, tok).system
+    assert json.dumps(SCHEMA, separators=(",", ":")) in as_json and "- priority" not in as_json
 
 
 def test_missing_fields_and_escapes(tok):
@@ -52,3 +56,49 @@ def test_missing_fields_and_escapes(tok):
         b.user_text({"a": {"b": 1}})
     with pytest.raises(PromptError, match="missing field 'text'"):
         PromptBuilder(PromptSpec(), SCHEMA, tok).user_text({"text": None})
+
+
+def test_fields_follow_refs_nesting_bounds_and_descriptions():
+    from kvx.schema_text import describe_fields
+
+    invoice = json.loads((REPO / "schemas" / "invoice.json").read_text())
+    lines = describe_fields(invoice).splitlines()
+    assert "- due_date: a date YYYY-MM-DD or null" in lines
+    assert "- seller: object with the fields below" in lines and "  - vat_id: text or null, matching ^[A-Z]{2}[A-Z0-9]{2,12}$" in lines
+    assert "- line_items: list of objects with the fields below, at most 10 items" in lines
+    assert "  - quantity: integer, from 1 to 100000" in lines  # items of a $ref'd list, one level in
+    recursive = {"$defs": {"node": {"type": "object", "description": "A tree node.",
+                                    "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}},
+                 "type": "object", "properties": {"root": {"$ref": "#/$defs/node"}}, "required": ["root"]}
+    text = describe_fields(recursive)
+    assert text.startswith("- root: object with the fields below — A tree node.\n  - kids: list of")
+    assert len(text.splitlines()) < 10  # recursion stops
+    assert describe_fields({"enum": ["a", "b"]}) == '- the value: one of "a", "b"'
+
+
+@pytest.mark.parametrize("keep", ["head", "tail", "middle"])
+def test_truncated_prompts_keep_the_shared_part_and_cut_only_the_text(tok, keep):
+    from kvx.prompts import cut_tokens
+
+    b = PromptBuilder(PromptSpec(), SCHEMA, tok)
+    rec = {"text": " ".join(f"word{i}" for i in range(400))}
+    whole = b.prompt_ids(rec)
+    body = tok.encode(rec["text"])
+    limit = len(whole) - 100
+    ids, cut = b.truncated_ids(rec, limit, keep)
+    assert len(ids) <= limit
+    assert cut == len(body) - (limit - (len(whole) - len(body)))
+    assert ids[: b.shared_prefix_tokens()] == whole[: b.shared_prefix_tokens()]
+    assert ids[-5:] == whole[-5:]  # the assistant turn's header stays
+    kept = ids[b.shared_prefix_tokens(): len(ids) - (len(whole) - b.shared_prefix_tokens() - len(body))]
+    assert kept == cut_tokens(body, len(body) - cut, keep)
+    assert cut_tokens([1, 2, 3, 4, 5], 3, keep) == {"head": [1, 2, 3], "tail": [3, 4, 5], "middle": [1, 2, 5]}[keep]
+    with pytest.raises(PromptError, match="without the record text"):
+        b.truncated_ids(rec, b.shared_prefix_tokens() - 1, keep)
+
+
+def test_content_free_prompt_fills_every_field(tok):
+    b = PromptBuilder(PromptSpec(template="[{channel}] {text}"), SCHEMA, tok)
+    assert b.content_free_ids("N/A") == b.prompt_ids({"channel": "N/A", "text": "N/A"})
+    plain = PromptBuilder(PromptSpec(), SCHEMA, tok)
+    assert tok.decode(plain.content_free_ids("")).endswith("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n")

@@ -73,7 +73,8 @@ def test_parquet_parts_merge_and_resume(tmp_path):
     t = pq.read_table(out)
     assert sorted(t.column("id").to_pylist()) == ["a", "b", "c", "d"] and not parts_dir(out).exists()
     assert t.schema.field("record").type.field("category").type == ENUM
-    assert t.to_pylist()[0]["usage"] == {"prompt_tokens": 5, "cached_tokens": 2, "generated_tokens": 9}
+    assert t.to_pylist()[0]["usage"] == {"prompt_tokens": 5, "cached_tokens": 2, "generated_tokens": 9,
+                                             "truncated_tokens": 0}
 
 
 def test_crash_between_merge_rename_and_part_cleanup(tmp_path):

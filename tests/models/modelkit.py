@@ -65,6 +65,18 @@ def gguf_permute(w, n_head: int):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def write_random_tiny_gguf(path: Path, seed: int, max_len: int = 512) -> Path:
+    """A random 2-layer llama GGUF with write_tiny_gguf's byte vocabulary (128 tokens, no space)."""
+    import transformers
+
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_len,
+                                   tie_word_embeddings=False, initializer_range=0.3)
+    torch.manual_seed(seed)
+    write_tiny_gguf(path, transformers.AutoModelForCausalLM.from_config(cfg).float().eval())
+    return path
+
+
 def write_tiny_gguf(path: Path, hf_model=None, arch: str = "llama", quant: str = "F16") -> None:
     """A llama GGUF from a transformers model (q/k permuted, 2-D weights quantized), with a gpt2 tokenizer."""
     import gguf

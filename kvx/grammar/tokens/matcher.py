@@ -11,6 +11,7 @@ import copy
 
 import torch
 
+from kvx.grammar.tokens.choices import ValueChoice, value_choice
 from kvx.grammar.tokens.stacks import TokenPDA
 
 
@@ -84,6 +85,30 @@ class Matcher:
             out.append(tid)
             state = nxt
         return out
+
+    def complete_values(self) -> ValueChoice | None:
+        """The complete values allowed next when they are a small closed set (an enum, true/false,
+        null against an open value, ...; see kvx/grammar/tokens/choices.py), or None. Values the
+        length budget cannot fit are left out, and so is the open value if none of its tokens fits."""
+        choice = None if self.finished else value_choice(self.pda, self.state)
+        if choice is None or self.max_tokens is None:
+            return choice
+        options = tuple(o for o in choice.options if self._fits(o.tokens))
+        open_mask = choice.open_mask
+        if open_mask is not None:
+            open_mask = open_mask & self.allowed_mask()
+            open_mask = open_mask if bool(open_mask.any()) else None
+        if len(options) + (open_mask is not None) < 2:
+            return None
+        return ValueChoice(choice.key, options, open_mask)
+
+    def _fits(self, tokens: tuple[int, ...]) -> bool:
+        walk = self.fork()
+        for t in tokens:
+            if not walk.is_allowed(t):
+                return False
+            walk.advance(t)
+        return True
 
     def is_accepting(self) -> bool:
         """The text so far is a complete document (EOS would be accepted)."""

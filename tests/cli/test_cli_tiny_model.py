@@ -1,0 +1,51 @@
+"""`kvx extract` on a tiny random GGUF model (a 128-token byte vocabulary, a 512-token context):
+ranked and calibrated choices, --truncate and --examples work for any model kvx loads."""
+import json
+import sys
+
+import jsonschema
+import pytest
+from kvx_cli_helpers import REPO, read_jsonl, write_jsonl
+
+from kvx.cli.main import main
+
+sys.path.insert(0, str(REPO / "tests" / "models"))
+from modelkit import write_random_tiny_gguf  # noqa: E402
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["kind", "name", "flag"],
+          "properties": {"kind": {"enum": ["alpha", "beta", "gamma-ray"]}, "name": {"type": ["string", "null"], "maxLength": 6},
+                         "flag": {"type": "boolean"}}}
+
+
+@pytest.fixture(scope="module")
+def tiny_gguf(tmp_path_factory):
+    return write_random_tiny_gguf(tmp_path_factory.mktemp("tiny") / "tiny.gguf", seed=2)
+
+
+@pytest.fixture(autouse=True)
+def real_engine(monkeypatch, tmp_path_factory):
+    monkeypatch.delenv("KVX_RUNTIME_FACTORY", raising=False)
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path_factory.getbasetemp() / "kvx-cache"))
+
+
+@pytest.mark.parametrize("choices", ["greedy", "rank", "calibrated"])
+def test_choices_truncate_and_examples_on_a_tiny_model(tmp_path, tiny_gguf, choices):
+    (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
+    texts = ["abc", "x" * 900 + "END", "hello", "y" * 700, "q"]  # one token a character: two exceed the context
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in enumerate(texts)])
+    write_jsonl(tmp_path / "ex.jsonl", [{"input": "zz", "output": {"kind": "beta", "name": "Qwerty", "flag": True}}])
+    out, stats = tmp_path / "out.jsonl", tmp_path / "stats.json"
+    code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf), "-o", str(out),
+                 "--choices", choices, "--truncate", "middle", "--examples", str(tmp_path / "ex.jsonl"),
+                 "--system", "Extract.", "--no-schema-prompt", "--max-tokens", "80", "--ordered", "-q",
+                 "--stats", str(stats), "--kv-memory", "16MiB", "--max-failures", "5"])
+    rows, s = read_jsonl(out), json.loads(stats.read_text())
+    assert code == 0 and [r["id"] for r in rows] == ["0", "1", "2", "3", "4"]
+    for r in rows:
+        assert r["status"] == "ok", r["error"]
+        jsonschema.validate(r["record"], SCHEMA)
+        assert "qwerty" not in (r["record"]["name"] or "").lower()  # the example's name is never repeated
+    assert [r["usage"]["truncated_tokens"] > 0 for r in rows] == [False, True, False, True, False]
+    assert s["truncated_records"] == 2 and s["truncated_tokens"] == sum(r["usage"]["truncated_tokens"] for r in rows)
+    assert (s["engine"]["ranked_choices"] > 0) == (choices != "greedy")
+    assert (s["calibration_points"] > 0) == (choices == "calibrated")

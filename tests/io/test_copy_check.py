@@ -1,0 +1,48 @@
+"""Copies of --examples values (kvx/copy_check.py): what counts as a copy, and the guard's veto."""
+from kvx.copy_check import CopyCheck, CopyGuard
+
+SCHEMA = {"type": "object", "properties": {"kind": {"enum": ["refund", "other"]}, "name": {"type": "string"},
+                                           "amount": {"type": "number"}, "items": {"type": "array"}}}
+EXAMPLE = {"kind": "refund", "name": "Northwind Home Lending", "amount": 1250.0, "items": [{"sku": "AB-77"}],
+           "ok": True}
+
+
+def test_a_copy_is_an_example_value_the_text_lacks():
+    check = CopyCheck([EXAMPLE], SCHEMA)
+    text = "I paid $1,250.00 to Contoso and want it back."
+    record = {"kind": "refund", "name": "northwind home lending ", "amount": 1250, "items": [{"sku": "AB-77"}],
+              "ok": True}
+    # the enum value and the boolean are shared rightly; 1250 is in the text; name and sku are copies
+    assert check.copied(record, text) == ["/name", "/items/*/sku"]
+    assert check.copied({"name": "Contoso", "amount": 99}, text) == []
+    assert check.copied({"name": "Northwind Home Lending"}, "Northwind Home Lending sent me a bill") == []
+    assert check.copied({"amount": 1250.001}, "no amounts here") == ["/amount"]  # within a cent
+
+
+class Spell:
+    """token id = one character (the tests' vocabulary)."""
+
+    def __init__(self, text: str):
+        self.chars = sorted(set(text))
+        self.token_bytes = [c.encode() for c in self.chars]
+
+    def ids(self, text: str) -> list[int]:
+        return [self.chars.index(c) for c in text]
+
+
+def vetoed(guard: CopyGuard, spell: Spell, output: str, next_char: str) -> bool:
+    return guard.vetoes(spell.ids(output), spell.chars.index(next_char))
+
+
+def test_the_guard_stops_a_copy_at_its_start_or_at_a_long_run():
+    spell = Spell('{}":,[]. 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ$')
+    check = CopyCheck([EXAMPLE], SCHEMA)
+    guard = CopyGuard(check, "Contoso billed me $99 for a North Face jacket.", spell.token_bytes)
+    assert not vetoed(guard, spell, '{"name":"No', "r")  # "Nor" is in the text ("North Face")
+    assert not vetoed(guard, spell, '{"name":"North', " ")  # "north " too
+    assert vetoed(guard, spell, '{"name":"North', "w")  # "northw": the example's start, not in the text
+    assert vetoed(guard, spell, '{"name":"Xyz Home Lendin', "g")  # a 10-character run from inside it
+    assert not vetoed(guard, spell, '{"name":"Contos', "o")
+    assert vetoed(guard, spell, '{"name":"x","amount":12', "5")  # 125... of 1250, absent from the text
+    assert not vetoed(guard, spell, '{"name":"x","amount":9', "9")
+    assert not vetoed(guard, spell, '{"kind":"refun', "d")  # enum members are never copies
