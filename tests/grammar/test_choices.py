@@ -90,3 +90,39 @@ def test_the_length_budget_leaves_out_values_that_do_not_fit(grammar):
     kept = [] if tight is None else [o.text for o in tight.options]
     assert kept and all(len(o.tokens) <= shortest + 1 for o in tight.options)
     assert len(kept) < len(full.options)
+
+
+NESTED = {
+    "type": "object",
+    "properties": {"items": {"type": "array", "items": {"$ref": "#/$defs/item"}}},
+    "required": ["items"],
+    "additionalProperties": False,
+    "$defs": {"item": {"type": "object", "properties": {
+        "kind": {"enum": ["bug", "feature request", "question"]},
+        "owner": {"anyOf": [{"type": "null"}, {"type": "string", "maxLength": 20}]},
+        "child": {"$ref": "#/$defs/item"}},
+        "required": ["kind", "owner"], "additionalProperties": False}},
+}
+
+
+def test_choices_inside_called_frames_and_recursion():
+    """The pushdown grammar: an enum and null-or-string inside an array item's frame, and again one
+    level of recursion deeper, are found through calls and returns."""
+    g = compile_schema(NESTED, smol_tokenizer(), cache=False)
+    for prefix in (b'{"items":[{"kind":"', b'{"items":[{"kind":"bug","owner":null,"child":{"kind":"'):
+        kinds = at(g, prefix).complete_values()
+        assert sorted(o.text for o in kinds.options) == [b"bug", b"feature request", b"question"]
+        assert kinds.open_mask is None
+    owner = at(g, b'{"items":[{"kind":"bug","owner":').complete_values()
+    assert [o.text for o in owner.options] == [b"null"] and owner.open_mask is not None
+
+
+def test_a_point_has_the_same_key_in_every_compile():
+    """Calibration tables travel between processes (Ray replicas): a decision point's key must not
+    depend on the order in which one process happened to visit the automaton."""
+    tok = smol_tokenizer()
+    a, b = compile_schema(NESTED, tok, cache=False), compile_schema(NESTED, tok, cache=False)
+    at(b, b'{"items":[{"kind":"bug","owner":null},{"kind":"question","owner":"x"}]}')  # b visits more first
+    deep = b'{"items":[{"kind":"bug","owner":null,"child":{"kind":"'
+    assert at(a, deep).complete_values().key == at(b, deep).complete_values().key
+    assert at(a, deep).complete_values().key != at(a, b'{"items":[{"kind":"').complete_values().key
