@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import referencing.exceptions
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
@@ -51,7 +52,10 @@ class RecordChecker:
 
     def problem(self, value: Any) -> str | None:
         """None if `value` matches the schema, else a one-line reason naming the JSON pointer."""
-        error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+        try:
+            error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
+        except referencing.exceptions.Unresolvable as e:  # a value reached a $ref the schema cannot resolve
+            return f"schema: cannot resolve the $ref {e.ref!r}"
         if error is None:
             return None
         return f"schema: {error.message} at {_pointer(error.absolute_path)}"

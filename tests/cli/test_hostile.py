@@ -462,3 +462,19 @@ def test_12_threads_option_sizes_the_pools(tmp_path):
         assert torch.get_num_threads() == len(os.sched_getaffinity(0))
     finally:
         torch.set_num_threads(before)
+
+
+def test_an_example_reaching_a_dangling_ref_is_one_line_not_a_traceback(tmp_path, capsys):
+    """jsonschema raises (it does not report) when a value reaches a $ref the schema cannot
+    resolve; the grammar never writes such a value, but --examples are checked by the same code."""
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}))
+    examples = tmp_path / "ex.jsonl"
+    examples.write_text(json.dumps({"input": "x", "output": {"a": 1}}) + "\n")
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, tickets(1))
+    code = extract(src, tmp_path / "out.jsonl", "--examples", examples, schema=schema)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert_one_line_error(err)
+    assert "cannot resolve the $ref" in err and "missing" in err and "line 1" in err
