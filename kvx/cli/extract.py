@@ -1,52 +1,11 @@
 """`kvx extract`: the command line of the main job (options only; the work is in run.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Optional
 
 import typer
 
-
-@dataclass
-class ExtractArgs:
-    input: str
-    schema: str
-    output: Optional[str] = None
-    model: str = "smollm2-135m"
-    field: str = "text"
-    id_field: str = "id"
-    template: Optional[str] = None
-    system: Optional[str] = None
-    examples: Optional[str] = None
-    raw: bool = False
-    no_schema_prompt: bool = False
-    schema_style: str = "fields"
-    choices: str = "calibrated"
-    truncate: str = "none"
-    copy_guard: bool = True
-    ordered: bool = False
-    resume: bool = False
-    force: bool = False
-    retries: int = 2
-    seed: int = 0
-    max_failures: int = 0
-    max_tokens: int = 256
-    quiet: bool = False
-    stats: Optional[str] = None
-    lenient: bool = False
-    whitespace: str = "compact"
-    kv_memory: Optional[str] = None
-    batch_tokens: int = 8192
-    max_seqs: int = 128
-    speculate: int = 4
-    dtype: str = "auto"
-    attention: str = "auto"
-    kv_dtype: str = "auto"
-    replicas: int = 1
-    ray_address: Optional[str] = None
-    replica_cpus: Optional[float] = None
-    replica_gpus: float = 0.0
-    threads: Optional[int] = None
+from kvx.cli.extract_args import ExtractArgs
 
 
 def extract(
@@ -93,7 +52,7 @@ def extract(
     threads: Optional[int] = typer.Option(None, help="CPU threads for the model (default: the cores this process may use)."),
 ) -> None:
     """Extract one schema-valid JSON record per input text."""
-    args = ExtractArgs(**dict(locals()))  # first statement: locals() holds exactly the options
+    args = ExtractArgs.from_options(locals())
     from kvx.cli.threads import prepare_threads
 
     args.threads = prepare_threads(args.threads)  # before torch loads: OpenMP reads its settings once

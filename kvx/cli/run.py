@@ -5,7 +5,7 @@ import dataclasses
 import signal
 import time
 
-from kvx.cli.extract import ExtractArgs
+from kvx.cli.extract_args import ExtractArgs
 from kvx.cli.job import CHOICE_MODES, Job, JobSettings
 from kvx.cli.options import check_choice, check_positive, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats

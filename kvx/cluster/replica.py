@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
-from kvx.engine.api import PAUSE, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
-from kvx.engine.choices import ChoiceHook
+from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
 from kvx.errors import KvxError
 
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-if TYPE_CHECKING:
-    from kvx.engine.choices import ChoiceHook
+if TYPE_CHECKING:  # typing only: the engine's contract loads without the grammar (and torch)
+    from kvx.grammar.tokens.choices import PointKey
 
 
 class TokenVeto(Protocol):
@@ -22,6 +22,13 @@ class TokenVeto(Protocol):
     requests do not draft (a draft is confirmed by the plain argmax)."""
 
     def vetoes(self, output_ids: list[int], token: int) -> bool: ...
+
+
+class ChoiceHook(Protocol):
+    """Turns the options' log-probabilities at one ranked-choice point (kvx/engine/choices.py)
+    into the scores ranked by (e.g. contextual calibration, kvx/engine/calibration.py)."""
+
+    def scores(self, key: PointKey, labels: list[bytes], logprobs: list[float]) -> list[float]: ...
 
 
 class Pause:
