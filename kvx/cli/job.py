@@ -16,8 +16,9 @@ from __future__ import annotations
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator
 
+from kvx.cli.job_settings import JobSettings
 from kvx.cli.runtime import Runtime
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker
@@ -28,23 +29,7 @@ from kvx.errors import KvxError, OutputClosed, OutputError
 from kvx.io.done_rows import DoneRows
 from kvx.io.readers import InputSource
 from kvx.io.records import InputRecord, OutputRow, RowUsage
-from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError, Truncate
-
-ChoiceMode = Literal["greedy", "rank", "calibrated"]  # how closed choices are made (--choices)
-CHOICE_MODES: tuple[ChoiceMode, ...] = ("greedy", "rank", "calibrated")
-
-
-@dataclass
-class JobSettings:
-    max_tokens: int = 256
-    retries: int = 2
-    retry_temperature: float = 0.7
-    retry_top_p: float = 0.95
-    seed: int = 0
-    choices: ChoiceMode = "calibrated"
-    truncate: Truncate = "none"
-    copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
-
+from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError
 
 @dataclass
 class Attempt:

@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from kvx.cli.options import user_message
 from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
 from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
 from kvx.errors import KvxError
@@ -83,7 +84,7 @@ class ReplicaWorker:
         try:
             self.runtime: Runtime | None = build_runtime(schema, opts)
         except KvxError as e:
-            self.runtime, self.error = None, str(e)
+            self.runtime, self.error = None, user_message(e)
             return
         self._box = _Inbox()
         self._cv = threading.Condition()

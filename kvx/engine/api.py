@@ -11,7 +11,7 @@ requests, so a 10 GB input streams through.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
 if TYPE_CHECKING:  # typing only: the engine's contract loads without the grammar (and torch)
     from kvx.grammar.tokens.choices import PointKey
@@ -102,17 +102,22 @@ class Result:
     choices: list[ChoiceTrace] = field(default_factory=list)  # ranked choices made, in order
 
 
+Dtype = Literal["auto", "float32", "bfloat16"]  # the weights' dtype; auto: bfloat16 where it is fast
+KVDtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]  # the KV pool's; auto: the weights'
+Attention = Literal["auto", "torch", "triton"]  # attention kernels; auto: triton on CUDA, else the CPU backend
+
+
 @dataclass
 class EngineConfig:
     block_size: int = 16
     kv_memory: int | None = None  # bytes for the KV pool; None = kv_memory_fraction of free memory
     kv_memory_fraction: float = 0.3
-    kv_dtype: str = "auto"  # "auto" (model dtype) | "float32" | "bfloat16" | "float16" | "int8"
+    kv_dtype: KVDtype = "auto"
     batch_tokens: int = 8192  # token budget of one step (decode tokens + prefill chunks)
     max_seqs: int = 128  # running sequences at most
     max_queued: int = 65536  # waiting requests pulled from the input iterable at most
-    attention: str = "auto"  # "auto" | "torch" | "triton"
-    dtype: str = "auto"  # weights: "auto" | "float32" | "bfloat16"
+    attention: Attention = "auto"
+    dtype: Dtype = "auto"
     enable_prefix_cache: bool = True
     max_model_len: int | None = None  # None = the model's context length
     speculative_tokens: int = 4  # prompt-lookup draft per greedy sequence and step (0 = off)

@@ -60,8 +60,8 @@ def check_pool_fits(kv_memory: int, device: torch.device) -> None:
     killed for memory, or fail to map, later)."""
     free = available_memory(device)
     if kv_memory > free:
-        raise CapacityError(f"--kv-memory {format_bytes(kv_memory)} is more than the free memory "
-                            f"({format_bytes(free)} on {device.type}); ask for less")
+        raise CapacityError(f"{{option}} {format_bytes(kv_memory)} is more than the free memory "
+                            f"({format_bytes(free)} on {device.type}); ask for less", option="kv_memory")
 
 
 def pool_num_blocks(
@@ -70,17 +70,18 @@ def pool_num_blocks(
     bytes_per_block: int,
     device: torch.device,
 ) -> int:
-    """Blocks that fit in --kv-memory bytes (or the fraction of free memory); CapacityError if none."""
+    """Blocks that fit in kv_memory bytes (or the fraction of free memory); CapacityError if none."""
     if kv_memory is not None:
         check_pool_fits(kv_memory, device)
-        budget, what = kv_memory, f"--kv-memory {format_bytes(kv_memory)}"
+        budget, what = kv_memory, f"{{option}} {format_bytes(kv_memory)}"
     else:
         budget = int(available_memory(device) * kv_memory_fraction)
         what = f"{kv_memory_fraction:.0%} of free memory ({format_bytes(budget)})"
     n = budget // bytes_per_block
     if n < 1:
         raise CapacityError(
-            f"{what} holds no KV block (one block takes {format_bytes(bytes_per_block)}); raise --kv-memory"
+            f"{what} holds no KV block (one block takes {format_bytes(bytes_per_block)}); raise {{option}}",
+            option="kv_memory",
         )
     return n
 
