@@ -16,14 +16,14 @@ from __future__ import annotations
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kvx.cli.job_settings import JobSettings
 from kvx.cli.runtime import Runtime
 from kvx.cli.sink import RowSink
 from kvx.cli.validation import RecordChecker
 from kvx.copy_check import CopyCheck, CopyGuard
-from kvx.engine.api import Request, Result, SamplingParams
+from kvx.engine.api import Constraint, Request, Result, SamplingParams
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
 from kvx.errors import KvxError, OutputClosed, OutputError
 from kvx.io.done_rows import DoneRows
@@ -67,7 +67,7 @@ class Job:
         self.calibration: ContextualCalibration | None = None
         self._retry: deque[Attempt] = deque()
         self._records = iter(source.records)
-        self._constraints: dict[int, Any] = {}  # max_tokens -> constraint factory
+        self._constraints: dict[int, Callable[[], Constraint] | None] = {}  # max_tokens -> constraint factory
 
     def run(self) -> JobOutcome:
         try:
@@ -109,7 +109,7 @@ class Job:
         self.calibration.learn(self.runtime.engine, requests)
         self.outcome.calibration_points = self.calibration.num_points
 
-    def _constraint(self, max_tokens: int):
+    def _constraint(self, max_tokens: int) -> Callable[[], Constraint] | None:
         if max_tokens not in self._constraints:
             self._constraints[max_tokens] = self.runtime.constraint(max_tokens)
         return self._constraints[max_tokens]

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from kvx.engine.api import Attention, Dtype, EngineConfig, KVDtype
+from kvx.engine.api import Attention, Constraint, Dtype, EngineConfig, KVDtype
 from kvx.errors import ConfigError
 from kvx.models.resolve import DEFAULT_MODEL
 
@@ -43,7 +43,7 @@ class Runtime:
     grammar: Any = None  # kvx.grammar.Grammar, or None for unconstrained generation
     close: Callable[[], None] = lambda: None  # release what the runtime holds (a fleet's replicas)
 
-    def constraint(self, max_tokens: int) -> Callable[[], Any] | None:
+    def constraint(self, max_tokens: int) -> Callable[[], Constraint] | None:
         grammar = self.grammar
         if grammar is None:
             return None

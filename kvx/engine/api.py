@@ -14,7 +14,25 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
 if TYPE_CHECKING:  # typing only: the engine's contract loads without the grammar (and torch)
-    from kvx.grammar.tokens.choices import PointKey
+    import torch
+
+    from kvx.grammar.tokens.choices import PointKey, ValueChoice
+
+
+class Constraint(Protocol):
+    """What the engine asks of a grammar (kvx.grammar's Matcher) while a sequence decodes: it masks
+    each logits row with allowed_mask, advances on every kept token, appends forced runs whole
+    (jump-forward), walks drafts on a fork, and ranks whole values where complete_values finds them."""
+
+    def allowed_mask(self) -> torch.Tensor: ...  # bool [vocab]: the tokens allowed next
+
+    def advance(self, token_id: int) -> None: ...
+
+    def forced_tokens(self) -> list[int]: ...  # the only continuation the grammar allows here (may be [])
+
+    def fork(self) -> Constraint | None: ...  # an independent copy to check a draft on; None: the sequence does not draft
+
+    def complete_values(self) -> ValueChoice | None: ...  # a closed set of whole values allowed here (ranked choices)
 
 
 class TokenVeto(Protocol):
@@ -63,10 +81,9 @@ class Request:
     prompt_ids: list[int]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     priority: int = 0  # higher runs first and is preempted last
-    # Called once when the sequence starts decoding; returns a kvx.grammar Matcher (or None): it needs
-    # allowed_mask(), advance(tok), forced_tokens(); with fork() (a copy to walk a draft on) it also drafts.
-    # A factory (not a matcher) so a preempted, recomputed sequence can start a fresh one.
-    constraint: Callable[[], Any] | None = None
+    # Called once when the sequence starts decoding; returns its Constraint (a kvx.grammar Matcher).
+    # A factory (not a constraint) so a preempted, recomputed sequence can start a fresh one.
+    constraint: Callable[[], Constraint] | None = None
     choice_hook: ChoiceHook | None = None  # adjusts ranked choices' scores (e.g. contextual calibration)
     token_veto: TokenVeto | None = None  # greedy only: tokens it vetoes give way to the next best
     user_data: Any = None  # carried through to the Result untouched
