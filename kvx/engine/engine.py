@@ -51,10 +51,8 @@ def model_device(model: torch.nn.Module) -> torch.device:
 
 
 def resolve_attention(name: str, device: torch.device) -> str:
-    """EngineConfig.attention -> backend name: "auto" is triton on a CUDA model, else the batched CPU backend."""
-    if name == "auto":
-        return "triton" if device.type == "cuda" else "cpu"
-    return name
+    """EngineConfig.attention -> backend name for a model on `device` (kernels.backend_name)."""
+    return kernels.backend_name(name, device.type)
 
 
 def attach_backend(model: torch.nn.Module, name: str, device: torch.device | None = None) -> None:
