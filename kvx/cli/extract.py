@@ -1,7 +1,7 @@
 """`kvx extract`: the command line of the main job (options only; the work is in run.py).
 
 Defaults and choices come from where each option is owned: EngineConfig and its Literals
-(kvx/engine/api.py), JobSettings (kvx/cli/job_settings.py), PromptSpec (kvx/prompts.py),
+(kvx/engine/api.py), JobSettings (kvx/job/settings.py), PromptSpec (kvx/prompts.py),
 DEFAULT_MODEL (kvx/models/resolve.py); all load without torch, so `kvx --help` stays quick."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Optional, get_args
 import typer
 
 from kvx.cli.extract_args import ExtractArgs
-from kvx.cli.job_settings import JobSettings
+from kvx.job.settings import JobSettings
 from kvx.cluster.options import ClusterOptions
 from kvx.engine.api import Attention, Dtype, EngineConfig, KVDtype
 from kvx.models.resolve import DEFAULT_MODEL

@@ -6,13 +6,13 @@ import signal
 import time
 
 from kvx.cli.extract_args import ExtractArgs
-from kvx.cli.job import Job
-from kvx.cli.job_settings import ChoiceMode, JobSettings
+from kvx.job.job import Job
+from kvx.job.settings import ChoiceMode, JobSettings
 from kvx.cli.options import check_choice, check_positive, flag, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
-from kvx.cli.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
-from kvx.cli.sink import RowSink
-from kvx.cli.validation import RecordChecker, load_schema
+from kvx.job.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
+from kvx.job.sink import RowSink
+from kvx.job.validation import RecordChecker, load_schema
 from kvx.cluster.options import ClusterOptions
 from kvx.engine.api import Attention, Dtype, KVDtype
 from kvx.errors import ConfigError

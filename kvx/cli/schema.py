@@ -20,7 +20,7 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
-    from kvx.cli.validation import load_schema
+    from kvx.job.validation import load_schema
 
     load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json))

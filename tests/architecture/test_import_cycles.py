@@ -131,3 +131,11 @@ def test_type_checking_imports_count(tmp_path):
 def test_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_only_the_command_line_imports_the_command_line():
+    """kvx/cli parses, reports and exits; the pipeline (kvx/job) and everything below never reach up."""
+    graph = _graph(deferred_under="kvx")
+    upward = [f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("kvx.cli")
+              for d in deps if d.startswith("kvx.cli")]
+    assert not upward, upward

@@ -18,10 +18,10 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from kvx.cli.job_settings import JobSettings
-from kvx.cli.runtime import Runtime
-from kvx.cli.sink import RowSink
-from kvx.cli.validation import RecordChecker
+from kvx.job.settings import JobSettings
+from kvx.job.runtime import Runtime
+from kvx.job.sink import RowSink
+from kvx.job.validation import RecordChecker
 from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.engine.api import Constraint, Request, Result, SamplingParams
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
