@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kvx.cli.main import main as kvx_main  # noqa: E402
-from kvx.cli.validation import RecordChecker, load_schema  # noqa: E402
+from kvx.job.validation import RecordChecker, load_schema  # noqa: E402
 from kvx.prompts import PromptBuilder, PromptSpec  # noqa: E402
 
 SAMPLES = REPO / "samples" / "tickets.jsonl"

@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import kvx.cli.run as cli_run  # noqa: E402
 from kvx.cli.main import main as kvx_main  # noqa: E402
-from kvx.cli.runtime import EngineOptions, real_runtime  # noqa: E402
+from kvx.job.runtime import EngineOptions, real_runtime  # noqa: E402
 from kvx.copy_check import CopyCheck  # noqa: E402
 from quality_metrics import score_company, score_enum, score_number  # noqa: E402
 

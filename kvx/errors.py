@@ -2,9 +2,22 @@
 
 
 class KvxError(Exception):
-    """Base class: str(err) is the one-line message shown to the user."""
+    """Base class: str(err) is the one-line message shown to the user.
+
+    A message about one option writes `{option}` where the option goes and passes option=, the
+    field that holds it (e.g. "kv_memory"): str(err) names the field, and the CLI names its flag
+    instead (kvx/cli/options.py flag), so no library layer spells a command-line flag."""
 
     exit_code = 2
+
+    def __init__(self, message: str = "", *, option: str | None = None):
+        self.option = option
+        self.template = message
+        super().__init__(self.naming(option) if option else message)
+
+    def naming(self, name: str) -> str:
+        """The message with the option called `name`."""
+        return self.template.replace("{option}", name)
 
 
 class ModelError(KvxError):

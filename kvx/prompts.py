@@ -11,7 +11,7 @@ import re
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from kvx.errors import ConfigError, KvxError
 from kvx.io.json_values import decode_problem
@@ -22,9 +22,9 @@ DEFAULT_SYSTEM = (
     "object and nothing else. Use only facts stated in the text; use null where a value is unknown."
 )
 SchemaStyle = Literal["fields", "json"]  # the schema in the system message: a readable field list, or its JSON
-SCHEMA_STYLES: tuple[SchemaStyle, ...] = ("fields", "json")
+SCHEMA_STYLES: tuple[SchemaStyle, ...] = get_args(SchemaStyle)
 Truncate = Literal["none", "head", "tail", "middle"]  # which part of a too long record text is kept
-TRUNCATE_MODES: tuple[Truncate, ...] = ("none", "head", "tail", "middle")
+TRUNCATE_MODES: tuple[Truncate, ...] = get_args(Truncate)
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
 BRACES = re.compile(r"\{\{|\}\}|\{[^{}\n]*\}|[{}]")  # every use of a brace in a template
 FORMAT_SPEC = re.compile(r"\{[A-Za-z_][A-Za-z0-9_.-]*[!:]")  # {text!r}, {text:>10}: str.format habits

@@ -1,5 +1,5 @@
 """Outcomes kept between runs, one JSONL file per engine build: peers are keyed by their
-version, kvx by a hash of the sources that decide its answers (kvx/grammar, kvx/cli/validation.py),
+version, kvx by a hash of the sources that decide its answers (kvx/grammar, kvx/job/validation.py),
 so a rerun against a changed kvx recompiles only kvx. Each row's key covers the schema, the
 tokenised instances and the hard limit."""
 from __future__ import annotations

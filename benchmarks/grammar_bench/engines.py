@@ -2,7 +2,7 @@
 tokenizer (or refuse with a message) and say whether a token sequence is a complete document.
 
 kvx: compile_schema (no disk cache) + Matcher walk, and the jsonschema post-check kvx runs on every
-record (kvx.cli.validation). llguidance: LLMatcher.grammar_from_json_schema, compact separators,
+record (kvx.job.validation). llguidance: LLMatcher.grammar_from_json_schema, compact separators,
 no whitespace, its defaults otherwise. xgrammar: GrammarCompiler.compile_json_schema, compact
 separators, no whitespace, strict_mode=False (JSON Schema's own additionalProperties default)."""
 from __future__ import annotations
@@ -49,7 +49,7 @@ class KvxCompiled:
         return m.is_accepting()
 
     def post_check(self, value):
-        from kvx.cli.validation import RecordChecker
+        from kvx.job.validation import RecordChecker
 
         try:
             if self._checker is None:  # built on first use: not part of the compile time

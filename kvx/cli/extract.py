@@ -1,99 +1,71 @@
-"""`kvx extract`: the command line of the main job (options only; the work is in run.py)."""
+"""`kvx extract`: the command line of the main job (options only; the work is in run.py).
+
+Defaults and choices come from where each option is owned: EngineConfig and its Literals
+(kvx/engine/api.py), JobSettings (kvx/job/settings.py), PromptSpec (kvx/prompts.py),
+DEFAULT_MODEL (kvx/models/resolve.py); all load without torch, so `kvx --help` stays quick."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, get_args
 
 import typer
 
+from kvx.cli.extract_args import ExtractArgs
+from kvx.job.settings import JobSettings
+from kvx.cluster.options import ClusterOptions
+from kvx.engine.api import Attention, Dtype, EngineConfig, KVDtype
+from kvx.models.resolve import DEFAULT_MODEL
+from kvx.prompts import PromptSpec
 
-@dataclass
-class ExtractArgs:
-    input: str
-    schema: str
-    output: Optional[str] = None
-    model: str = "smollm2-135m"
-    field: str = "text"
-    id_field: str = "id"
-    template: Optional[str] = None
-    system: Optional[str] = None
-    examples: Optional[str] = None
-    raw: bool = False
-    no_schema_prompt: bool = False
-    schema_style: str = "fields"
-    choices: str = "calibrated"
-    truncate: str = "none"
-    copy_guard: bool = True
-    ordered: bool = False
-    resume: bool = False
-    force: bool = False
-    retries: int = 2
-    seed: int = 0
-    max_failures: int = 0
-    max_tokens: int = 256
-    quiet: bool = False
-    stats: Optional[str] = None
-    lenient: bool = False
-    whitespace: str = "compact"
-    kv_memory: Optional[str] = None
-    batch_tokens: int = 8192
-    max_seqs: int = 128
-    speculate: int = 4
-    dtype: str = "auto"
-    attention: str = "auto"
-    kv_dtype: str = "auto"
-    replicas: int = 1
-    ray_address: Optional[str] = None
-    replica_cpus: Optional[float] = None
-    replica_gpus: float = 0.0
-    threads: Optional[int] = None
+
+def _listed(choices) -> str:
+    return ", ".join(get_args(choices))
 
 
 def extract(
     input: str = typer.Argument(..., help="Input .jsonl/.ndjson, .csv, .parquet, or '-' for JSONL on stdin."),
     schema: str = typer.Option(..., "--schema", "-s", help="JSON Schema file each record must match."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output .jsonl or .parquet (default: JSONL on stdout)."),
-    model: str = typer.Option("smollm2-135m", help="Model name, GGUF file or HF folder."),
-    field: str = typer.Option("text", help="Input field holding the text (dotted names reach nested fields)."),
+    model: str = typer.Option(DEFAULT_MODEL, help="Model name, GGUF file or HF folder."),
+    field: str = typer.Option(PromptSpec.field, help="Input field holding the text (dotted names reach nested fields)."),
     id_field: str = typer.Option("id", help="Input field with the record id (else the line/row number)."),
     template: Optional[str] = typer.Option(None, help="Prompt template FILE with {field} placeholders."),
     system: Optional[str] = typer.Option(None, help="System prompt TEXT, or @FILE."),
     examples: Optional[str] = typer.Option(None, help='Few-shot FILE: JSONL of {"input": ..., "output": ...}.'),
-    raw: bool = typer.Option(False, help="Plain-text prompt; do not apply the model's chat template."),
+    raw: bool = typer.Option(PromptSpec.raw, help="Plain-text prompt; do not apply the model's chat template."),
     no_schema_prompt: bool = typer.Option(False, "--no-schema-prompt", help="Do not describe the schema in the prompt."),
-    schema_style: str = typer.Option("fields", help="Schema in the prompt: fields (a readable list) or json."),
-    choices: str = typer.Option("calibrated", help="Closed choices (enums, true/false, null or a value): greedy, "
+    schema_style: str = typer.Option(PromptSpec.schema_style, help="Schema in the prompt: fields (a readable list) or json."),
+    choices: str = typer.Option(JobSettings.choices, help="Closed choices (enums, true/false, null or a value): greedy, "
                                 "rank (whole values by likelihood) or calibrated (rank against a content-free prompt)."),
-    truncate: str = typer.Option("none", help="A text too long for the context: none (error row), or keep its "
+    truncate: str = typer.Option(JobSettings.truncate, help="A text too long for the context: none (error row), or keep its "
                                  "head, tail or middle (both ends)."),
-    copy_guard: bool = typer.Option(True, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "
+    copy_guard: bool = typer.Option(JobSettings.copy_guard, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "
                                     "repeating an example's values that their own text does not contain."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),
-    retries: int = typer.Option(2, help="Retries (with seeded sampling) for an output that fails validation."),
-    seed: int = typer.Option(0, help="Base seed of the retry sampling."),
+    retries: int = typer.Option(JobSettings.retries, help="Retries (with seeded sampling) for an output that fails validation."),
+    seed: int = typer.Option(JobSettings.seed, help="Base seed of the retry sampling."),
     max_failures: int = typer.Option(0, help="Exit 0 even with up to N rows not ok."),
-    max_tokens: int = typer.Option(256, help="Output tokens per record at most."),
+    max_tokens: int = typer.Option(JobSettings.max_tokens, help="Output tokens per record at most."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary."),
     stats: Optional[str] = typer.Option(None, help="Write the run's figures as JSON to FILE."),
     lenient: bool = typer.Option(False, help="Ignore schema keywords the grammar cannot enforce (jsonschema still checks)."),
     whitespace: str = typer.Option("compact", help="JSON layout the grammar allows: compact or flexible."),
     kv_memory: Optional[str] = typer.Option(None, help="KV cache pool size, e.g. 2GiB (default: a share of free memory)."),
-    batch_tokens: int = typer.Option(8192, help="Token budget of one engine step."),
-    max_seqs: int = typer.Option(128, help="Sequences decoded together at most."),
-    speculate: int = typer.Option(4, help="Greedy draft tokens per step copied from the text (same output, fewer steps; 0 = off)."),
-    dtype: str = typer.Option("auto", help="Weights dtype: auto, float32, bfloat16."),
-    attention: str = typer.Option("auto", help="Attention backend: auto, torch, triton."),
-    kv_dtype: str = typer.Option("auto", help="KV cache dtype: auto, float32, bfloat16, float16, int8."),
+    batch_tokens: int = typer.Option(EngineConfig.batch_tokens, help="Token budget of one engine step."),
+    max_seqs: int = typer.Option(EngineConfig.max_seqs, help="Sequences decoded together at most."),
+    speculate: int = typer.Option(EngineConfig.speculative_tokens, help="Greedy draft tokens per step copied from the text (same output, fewer steps; 0 = off)."),
+    dtype: str = typer.Option(EngineConfig.dtype, help=f"Weights dtype: {_listed(Dtype)}."),
+    attention: str = typer.Option(EngineConfig.attention, help=f"Attention backend: {_listed(Attention)}."),
+    kv_dtype: str = typer.Option(EngineConfig.kv_dtype, help=f"KV cache dtype: {_listed(KVDtype)}."),
     replicas: int = typer.Option(1, help="Engine replicas on Ray, each with its own model (needs kvx[ray])."),
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster to join (default: start a local one)."),
     replica_cpus: Optional[float] = typer.Option(None, help="CPUs (and torch threads) per replica (default: the cluster's CPUs shared out)."),
-    replica_gpus: float = typer.Option(0.0, help="GPUs per replica."),
+    replica_gpus: float = typer.Option(ClusterOptions.replica_gpus, help="GPUs per replica."),
     threads: Optional[int] = typer.Option(None, help="CPU threads for the model (default: the cores this process may use)."),
 ) -> None:
     """Extract one schema-valid JSON record per input text."""
-    args = ExtractArgs(**dict(locals()))  # first statement: locals() holds exactly the options
+    args = ExtractArgs.from_options(locals())
     from kvx.cli.threads import prepare_threads
 
     args.threads = prepare_threads(args.threads)  # before torch loads: OpenMP reads its settings once

@@ -14,6 +14,7 @@ import typer
 
 from kvx.cli.extract import extract
 from kvx.cli.models import models
+from kvx.cli.options import user_message
 from kvx.cli.schema import schema_app
 from kvx.errors import KvxError, OutputClosed
 
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return e.exit_code
     except KvxError as e:
-        return _fail(str(e), e.exit_code)
+        return _fail(user_message(e), e.exit_code)
 
 
 def _silence_stdout() -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from kvx.models.resolve import DEFAULT_MODEL
+
 
 def _size(path: Path) -> int:
     if path.is_file():
@@ -22,7 +24,7 @@ def _human(n: int) -> str:
 
 
 def models(
-    model: str = typer.Argument("smollm2-135m", help="Model name, GGUF file or HF folder."),
+    model: str = typer.Argument(DEFAULT_MODEL, help="Model name, GGUF file or HF folder."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Show the model a name resolves to: kind, path, size, and the kvx cache location."""

@@ -13,8 +13,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from kvx.cli.fleet_view import fleet_progress, fleet_rows
-from kvx.cli.job import JobOutcome, JobSettings
-from kvx.cli.sink import RowCounts
+from kvx.job.job import JobOutcome, JobSettings
+from kvx.job.sink import RowCounts
 
 
 class ProgressView:

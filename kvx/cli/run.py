@@ -5,14 +5,16 @@ import dataclasses
 import signal
 import time
 
-from kvx.cli.extract import ExtractArgs
-from kvx.cli.job import CHOICE_MODES, Job, JobSettings
-from kvx.cli.options import check_choice, check_positive, parse_size
+from kvx.cli.extract_args import ExtractArgs
+from kvx.job.job import Job
+from kvx.job.settings import ChoiceMode, JobSettings
+from kvx.cli.options import check_choice, check_positive, flag, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
-from kvx.cli.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
-from kvx.cli.sink import RowSink
-from kvx.cli.validation import RecordChecker, load_schema
+from kvx.job.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
+from kvx.job.sink import RowSink
+from kvx.job.validation import RecordChecker, load_schema
 from kvx.cluster.options import ClusterOptions
+from kvx.engine.api import Attention, Dtype, KVDtype
 from kvx.errors import ConfigError
 from kvx.copy_check import CopyCheck
 from kvx.io.done_rows import DoneRows
@@ -20,27 +22,24 @@ from kvx.io.fingerprint import Fingerprint, job_fingerprint
 from kvx.io.output_lock import output_lock
 from kvx.io.readers import InputSource, input_format, open_input
 from kvx.io.writers import RowWriter, check_output_path, open_output, output_format, read_done
-from kvx.prompts import (SCHEMA_STYLES, TRUNCATE_MODES, PromptBuilder, PromptError, PromptSpec, load_examples,
-                         load_template, read_text_option, shared_prompt_problem)
+from kvx.grammar.schema.compiler import Whitespace
+from kvx.prompts import (PromptBuilder, PromptError, PromptSpec, SchemaStyle, Truncate, load_examples, load_template,
+                         read_text_option, shared_prompt_problem)
 
 EXIT_OK, EXIT_FAILURES, EXIT_INTERRUPTED = 0, 1, 130
-DTYPES = ("auto", "float32", "bfloat16")
-ATTENTION = ("auto", "torch", "triton")
-KV_DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
-WHITESPACE = ("compact", "flexible")
 
 
 def engine_options(a: ExtractArgs) -> EngineOptions:
     opts = EngineOptions(
         model=a.model,
-        dtype=check_choice(a.dtype, DTYPES, "--dtype"),
-        attention=check_choice(a.attention, ATTENTION, "--attention"),
-        kv_dtype=check_choice(a.kv_dtype, KV_DTYPES, "--kv-dtype"),
-        kv_memory=parse_size(a.kv_memory, "--kv-memory"),
-        batch_tokens=check_positive(a.batch_tokens, "--batch-tokens", 16),
-        max_seqs=check_positive(a.max_seqs, "--max-seqs"),
-        speculate=check_positive(a.speculate, "--speculate", 0),
-        whitespace=check_choice(a.whitespace, WHITESPACE, "--whitespace"),
+        dtype=check_choice(a.dtype, Dtype, "dtype"),
+        attention=check_choice(a.attention, Attention, "attention"),
+        kv_dtype=check_choice(a.kv_dtype, KVDtype, "kv_dtype"),
+        kv_memory=parse_size(a.kv_memory, flag("kv_memory")),
+        batch_tokens=check_positive(a.batch_tokens, "batch_tokens", 16),
+        max_seqs=check_positive(a.max_seqs, "max_seqs"),
+        speculate=check_positive(a.speculate, "speculate", 0),
+        whitespace=check_choice(a.whitespace, Whitespace, "whitespace"),
         lenient=a.lenient,
     )
     check_engine_options(opts)
@@ -53,10 +52,10 @@ def cluster_options(a: ExtractArgs) -> ClusterOptions:
 
 
 def check_job_options(a: ExtractArgs) -> JobSettings:
-    check_positive(a.max_tokens, "--max-tokens")
-    check_positive(a.retries, "--retries", 0)
-    check_positive(a.max_failures, "--max-failures", 0)
-    check_positive(a.replicas, "--replicas")
+    check_positive(a.max_tokens, "max_tokens")
+    check_positive(a.retries, "retries", 0)
+    check_positive(a.max_failures, "max_failures", 0)
+    check_positive(a.replicas, "replicas")
     if a.replica_cpus is not None and a.replica_cpus <= 0:
         raise ConfigError(f"--replica-cpus {a.replica_cpus:g}: must be more than 0")
     if a.replica_gpus < 0:
@@ -68,8 +67,8 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
     if a.force and not a.resume:
         raise ConfigError("--force only applies to --resume (without --resume the output is replaced anyway)")
     return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
-                       choices=check_choice(a.choices, CHOICE_MODES, "--choices"),
-                       truncate=check_choice(a.truncate, TRUNCATE_MODES, "--truncate"), copy_guard=a.copy_guard)
+                       choices=check_choice(a.choices, ChoiceMode, "choices"),
+                       truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard)
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
@@ -80,7 +79,7 @@ def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:
         examples=load_examples(a.examples, checker.problem) if a.examples else [],
         raw=a.raw,
         describe_schema=not a.no_schema_prompt,
-        schema_style=check_choice(a.schema_style, SCHEMA_STYLES, "--schema-style"),
+        schema_style=check_choice(a.schema_style, SchemaStyle, "schema_style"),
     )
 
 

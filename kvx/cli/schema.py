@@ -6,7 +6,9 @@ from pathlib import Path
 
 import typer
 
+from kvx.cli.options import user_message
 from kvx.errors import KvxError
+from kvx.models.resolve import DEFAULT_MODEL
 
 schema_app = typer.Typer(help="Work with JSON Schemas.", no_args_is_help=True, add_completion=False)
 
@@ -14,11 +16,11 @@ schema_app = typer.Typer(help="Work with JSON Schemas.", no_args_is_help=True, a
 @schema_app.command("check")
 def check(
     schema: str = typer.Argument(..., help="JSON Schema file."),
-    model: str = typer.Option("smollm2-135m", help="Model whose tokenizer the grammar is built for."),
+    model: str = typer.Option(DEFAULT_MODEL, help="Model whose tokenizer the grammar is built for."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
-    from kvx.cli.validation import load_schema
+    from kvx.job.validation import load_schema
 
     load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json))
@@ -66,9 +68,9 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
             report.update(prompt_report(schema, tokenizer, context))
     except KvxError as err:
         if as_json:
-            print(json.dumps({"schema": schema_path, "supported": False, "error": str(err)}))
+            print(json.dumps({"schema": schema_path, "supported": False, "error": user_message(err)}))
         else:
-            print(f"unsupported: {err}")
+            print(f"unsupported: {user_message(err)}")
         return 2
     code = 2 if report.get("prompt_problem") else 0
     if as_json:

@@ -10,7 +10,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
+from kvx.job.runtime import EngineOptions, Runtime, build_runtime
 from kvx.cluster.fleet import FleetEngine, FleetSettings
 from kvx.cluster.options import ClusterOptions
 from kvx.cluster.replica import ReplicaWorker
@@ -39,7 +39,7 @@ def build_fleet_runtime(schema: dict, opts: EngineOptions, cluster: ClusterOptio
     failed = next((i for i in infos if i.get("error")), None)
     if failed is not None:
         _kill(ray, actors)
-        raise ConfigError(failed["error"])
+        raise ConfigError(failed["error"], option=failed.get("option"))
     engine = FleetEngine(actors, FleetSettings(replicas=cluster.replicas, lookahead=2 * opts.max_seqs,
                                                  steal_below=opts.max_seqs), ray)
     return Runtime(tokenizer, engine, infos[0]["max_model_len"], infos[0]["model_name"], grammar, close=engine.close)

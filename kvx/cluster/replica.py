@@ -16,9 +16,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from kvx.cli.runtime import EngineOptions, Runtime, build_runtime
-from kvx.engine.api import PAUSE, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
-from kvx.engine.choices import ChoiceHook
+from kvx.job.runtime import EngineOptions, Runtime, build_runtime
+from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
 from kvx.errors import KvxError
 
 
@@ -74,6 +73,7 @@ class ReplicaWorker:
     def __init__(self, index: int, schema: dict, opts: EngineOptions, factory: str | None, threads: int):
         self.index = index
         self.error: str | None = None
+        self.error_option: str | None = None  # the option the error names as {option}: the driver shows its flag
         if factory:  # tests: the same stand-in engine as the driver (KVX_RUNTIME_FACTORY)
             os.environ["KVX_RUNTIME_FACTORY"] = factory
         else:  # whatever the worker inherited, the driver asked for the real engine
@@ -84,7 +84,7 @@ class ReplicaWorker:
         try:
             self.runtime: Runtime | None = build_runtime(schema, opts)
         except KvxError as e:
-            self.runtime, self.error = None, str(e)
+            self.runtime, self.error, self.error_option = None, e.template, e.option
             return
         self._box = _Inbox()
         self._cv = threading.Condition()
@@ -92,7 +92,7 @@ class ReplicaWorker:
 
     def ready(self) -> dict:
         if self.runtime is None:
-            return {"error": self.error}
+            return {"error": self.error, "option": self.error_option}
         return {"max_model_len": self.runtime.max_model_len, "model_name": self.runtime.model_name,
                 "pid": os.getpid()}
 

@@ -1,5 +1,8 @@
-"""The offline engine: paged KV pool, radix prefix cache, continuous-batching scheduler, sampling."""
-from kvx.engine.api import EngineConfig, Request, Result, SamplingParams, Usage
-from kvx.engine.engine import Engine
+"""The offline engine: paged KV pool, radix prefix cache, continuous-batching scheduler, sampling.
+Its names load on first use, so kvx.engine.api (options, the request contract) imports without torch."""
+from kvx.lazy import lazy_names
 
-__all__ = ["Engine", "EngineConfig", "Request", "Result", "SamplingParams", "Usage"]
+_HOME = {"Engine": "kvx.engine.engine", "EngineConfig": "kvx.engine.api", "Request": "kvx.engine.api",
+         "Result": "kvx.engine.api", "SamplingParams": "kvx.engine.api", "Usage": "kvx.engine.api"}
+__all__ = sorted(_HOME)
+__getattr__ = lazy_names(__name__, _HOME)

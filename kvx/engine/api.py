@@ -11,10 +11,28 @@ requests, so a 10 GB input streams through.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Literal, Protocol
 
-if TYPE_CHECKING:
-    from kvx.engine.choices import ChoiceHook
+if TYPE_CHECKING:  # typing only: the engine's contract loads without the grammar (and torch)
+    import torch
+
+    from kvx.grammar.tokens.choices import PointKey, ValueChoice
+
+
+class Constraint(Protocol):
+    """What the engine asks of a grammar (kvx.grammar's Matcher) while a sequence decodes: it masks
+    each logits row with allowed_mask, advances on every kept token, appends forced runs whole
+    (jump-forward), walks drafts on a fork, and ranks whole values where complete_values finds them."""
+
+    def allowed_mask(self) -> torch.Tensor: ...  # bool [vocab]: the tokens allowed next
+
+    def advance(self, token_id: int) -> None: ...
+
+    def forced_tokens(self) -> list[int]: ...  # the only continuation the grammar allows here (may be [])
+
+    def fork(self) -> Constraint | None: ...  # an independent copy to check a draft on; None: the sequence does not draft
+
+    def complete_values(self) -> ValueChoice | None: ...  # a closed set of whole values allowed here (ranked choices)
 
 
 class TokenVeto(Protocol):
@@ -22,6 +40,13 @@ class TokenVeto(Protocol):
     requests do not draft (a draft is confirmed by the plain argmax)."""
 
     def vetoes(self, output_ids: list[int], token: int) -> bool: ...
+
+
+class ChoiceHook(Protocol):
+    """Turns the options' log-probabilities at one ranked-choice point (kvx/engine/choices.py)
+    into the scores ranked by (e.g. contextual calibration, kvx/engine/calibration.py)."""
+
+    def scores(self, key: PointKey, labels: list[bytes], logprobs: list[float]) -> list[float]: ...
 
 
 class Pause:
@@ -56,10 +81,9 @@ class Request:
     prompt_ids: list[int]
     sampling: SamplingParams = field(default_factory=SamplingParams)
     priority: int = 0  # higher runs first and is preempted last
-    # Called once when the sequence starts decoding; returns a kvx.grammar Matcher (or None): it needs
-    # allowed_mask(), advance(tok), forced_tokens(); with fork() (a copy to walk a draft on) it also drafts.
-    # A factory (not a matcher) so a preempted, recomputed sequence can start a fresh one.
-    constraint: Callable[[], Any] | None = None
+    # Called once when the sequence starts decoding; returns its Constraint (a kvx.grammar Matcher).
+    # A factory (not a constraint) so a preempted, recomputed sequence can start a fresh one.
+    constraint: Callable[[], Constraint] | None = None
     choice_hook: ChoiceHook | None = None  # adjusts ranked choices' scores (e.g. contextual calibration)
     token_veto: TokenVeto | None = None  # greedy only: tokens it vetoes give way to the next best
     user_data: Any = None  # carried through to the Result untouched
@@ -95,17 +119,22 @@ class Result:
     choices: list[ChoiceTrace] = field(default_factory=list)  # ranked choices made, in order
 
 
+Dtype = Literal["auto", "float32", "bfloat16"]  # the weights' dtype; auto: bfloat16 where it is fast
+KVDtype = Literal["auto", "float32", "bfloat16", "float16", "int8"]  # the KV pool's; auto: the weights'
+Attention = Literal["auto", "torch", "triton"]  # attention kernels; auto: triton on CUDA, else the CPU backend
+
+
 @dataclass
 class EngineConfig:
     block_size: int = 16
     kv_memory: int | None = None  # bytes for the KV pool; None = kv_memory_fraction of free memory
     kv_memory_fraction: float = 0.3
-    kv_dtype: str = "auto"  # "auto" (model dtype) | "float32" | "bfloat16" | "float16" | "int8"
+    kv_dtype: KVDtype = "auto"
     batch_tokens: int = 8192  # token budget of one step (decode tokens + prefill chunks)
     max_seqs: int = 128  # running sequences at most
     max_queued: int = 65536  # waiting requests pulled from the input iterable at most
-    attention: str = "auto"  # "auto" | "torch" | "triton"
-    dtype: str = "auto"  # weights: "auto" | "float32" | "bfloat16"
+    attention: Attention = "auto"
+    dtype: Dtype = "auto"
     enable_prefix_cache: bool = True
     max_model_len: int | None = None  # None = the model's context length
     speculative_tokens: int = 4  # prompt-lookup draft per greedy sequence and step (0 = off)

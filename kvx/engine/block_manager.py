@@ -2,20 +2,36 @@
 
 A block is in one of three states: free (on the free list), held (ref count > 0: some running
 sequence's block table lists it) or cached (ref count 0 but kept by the radix cache for reuse;
-evicted on demand when the free list runs short).
+evicted on demand when the free list runs short). The ref counts and the free list live here
+only: the cache learns of ref-count changes through the `BlockCache` hook and hands evicted
+blocks back through `reclaim`.
 """
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from kvx.kernels.interface import KVCache
 from kvx.errors import CapacityError
 
-if TYPE_CHECKING:
-    from kvx.engine.radix_cache import RadixCache
+
+class BlockCache(Protocol):
+    """What the pool asks of a cache that keeps idle blocks for reuse (kvx/engine/radix_cache.py)."""
+
+    num_idle: int  # blocks the cache keeps whose ref count is 0 (reclaimable)
+
+    @property
+    def num_blocks(self) -> int: ...  # blocks the cache keeps, held or idle
+
+    def holds(self, block: int) -> bool: ...
+
+    def on_idle(self, block: int) -> None: ...  # a kept block's ref count fell to 0
+
+    def on_held(self, block: int) -> None: ...  # a kept idle block is in use again
+
+    def evict(self, n: int) -> int: ...  # reclaim up to n idle blocks; returns how many
 
 
 def format_bytes(n: int) -> str:
@@ -44,8 +60,8 @@ def check_pool_fits(kv_memory: int, device: torch.device) -> None:
     killed for memory, or fail to map, later)."""
     free = available_memory(device)
     if kv_memory > free:
-        raise CapacityError(f"--kv-memory {format_bytes(kv_memory)} is more than the free memory "
-                            f"({format_bytes(free)} on {device.type}); ask for less")
+        raise CapacityError(f"{{option}} {format_bytes(kv_memory)} is more than the free memory "
+                            f"({format_bytes(free)} on {device.type}); ask for less", option="kv_memory")
 
 
 def pool_num_blocks(
@@ -54,17 +70,18 @@ def pool_num_blocks(
     bytes_per_block: int,
     device: torch.device,
 ) -> int:
-    """Blocks that fit in --kv-memory bytes (or the fraction of free memory); CapacityError if none."""
+    """Blocks that fit in kv_memory bytes (or the fraction of free memory); CapacityError if none."""
     if kv_memory is not None:
         check_pool_fits(kv_memory, device)
-        budget, what = kv_memory, f"--kv-memory {format_bytes(kv_memory)}"
+        budget, what = kv_memory, f"{{option}} {format_bytes(kv_memory)}"
     else:
         budget = int(available_memory(device) * kv_memory_fraction)
         what = f"{kv_memory_fraction:.0%} of free memory ({format_bytes(budget)})"
     n = budget // bytes_per_block
     if n < 1:
         raise CapacityError(
-            f"{what} holds no KV block (one block takes {format_bytes(bytes_per_block)}); raise --kv-memory"
+            f"{what} holds no KV block (one block takes {format_bytes(bytes_per_block)}); raise {{option}}",
+            option="kv_memory",
         )
     return n
 
@@ -75,7 +92,7 @@ class BlockManager:
         self.block_size = block_size
         self.ref = [0] * num_blocks
         self.free: list[int] = list(range(num_blocks - 1, -1, -1))  # pop() hands out low ids first
-        self.cache: RadixCache | None = None  # set by RadixCache when prefix caching is on
+        self.cache: BlockCache | None = None  # set by RadixCache when prefix caching is on
 
     @classmethod
     def for_model(cls, config, model_cfg, kv_dtype: torch.dtype, device: torch.device) -> tuple["BlockManager", int]:
@@ -128,6 +145,14 @@ class BlockManager:
                 self.cache.on_idle(block)
             else:
                 self.free.append(block)
+
+    def is_idle(self, block: int) -> bool:
+        return self.ref[block] == 0
+
+    def reclaim(self, block: int) -> None:
+        """A cached idle block the cache evicted goes back on the free list."""
+        assert self.ref[block] == 0, f"block {block} evicted while held"
+        self.free.append(block)
 
     def release(self, blocks: list[int]) -> None:
         # Reverse order: a table's tail blocks become idle (and LRU-evictable) before its head.

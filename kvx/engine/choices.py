@@ -18,20 +18,14 @@ continuation is likelier; a value that starts with a rarer token never gets a sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import torch
 
+from kvx.engine.api import ChoiceHook
 from kvx.engine.sequence import Sequence
 from kvx.grammar.tokens.choices import PointKey, ValueChoice, ValueOption
 
 OPEN = b""  # the label of the open rest (a closed value is never empty)
-
-
-class ChoiceHook(Protocol):
-    """Turns the options' log-probabilities at one decision point into the scores ranked by."""
-
-    def scores(self, key: PointKey, labels: list[bytes], logprobs: list[float]) -> list[float]: ...
 
 
 @dataclass

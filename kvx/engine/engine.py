@@ -37,7 +37,7 @@ def resolve_kv_dtype(name: str, model_dtype: torch.dtype) -> torch.dtype:
     if name == "auto":
         return model_dtype
     if name not in _KV_DTYPES:
-        raise ConfigError(f"--kv-dtype {name!r}: expected auto, {', '.join(_KV_DTYPES)}")
+        raise ConfigError(f"{{option}} {name!r}: expected auto, {', '.join(_KV_DTYPES)}", option="kv_dtype")
     return _KV_DTYPES[name]
 
 
@@ -51,10 +51,8 @@ def model_device(model: torch.nn.Module) -> torch.device:
 
 
 def resolve_attention(name: str, device: torch.device) -> str:
-    """EngineConfig.attention -> backend name: "auto" is triton on a CUDA model, else the batched CPU backend."""
-    if name == "auto":
-        return "triton" if device.type == "cuda" else "cpu"
-    return name
+    """EngineConfig.attention -> backend name for a model on `device` (kernels.backend_name)."""
+    return kernels.backend_name(name, device.type)
 
 
 def attach_backend(model: torch.nn.Module, name: str, device: torch.device | None = None) -> None:
@@ -66,7 +64,7 @@ def attach_backend(model: torch.nn.Module, name: str, device: torch.device | Non
     try:
         backend = kernels.get_backend(name)
     except ValueError as e:
-        raise ConfigError(f"--attention: {e}") from None
+        raise ConfigError(f"{{option}}: {e}", option="attention") from None
     if hasattr(model, "set_attention_backend"):
         model.set_attention_backend(backend)
     elif hasattr(model, "backend"):
@@ -127,7 +125,7 @@ class Engine:
         if need > self.blocks.num_blocks:
             return str(CapacityError(
                 f"request {req.id}: needs {need} KV blocks ({n} prompt + {req.sampling.max_tokens} new tokens) "
-                f"but the pool holds {self.blocks.num_blocks}; raise --kv-memory or lower the max tokens"
+                f"but the pool holds {self.blocks.num_blocks}; raise kv_memory or lower the max tokens"
             ))
         return None
 

@@ -5,6 +5,7 @@ the root spells the prefix whose KV the block holds. Only full blocks are shared
 (ref-counts) every block of its table, so the ancestors of a held node are held too, and an idle
 node (ref 0) has only idle descendants: evicting idle leaves, least recently used first, can
 reclaim every idle block. Finished sequences' blocks stay in the tree until evicted.
+Ref counts and the free list belong to the BlockManager: the tree only calls its public methods.
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ class RadixCache:
             self._compact()
 
     def _evictable(self, node: Node) -> bool:
-        return node.parent is not None and not node.children and self.blocks.ref[node.block] == 0
+        return node.parent is not None and not node.children and self.blocks.is_idle(node.block)
 
     def _compact(self) -> None:
         live = {id(n): (n.last_access, t, n) for _, t, n in self._lru if self._evictable(n)}
@@ -121,7 +122,7 @@ class RadixCache:
             del self.node_of[node.block]
             node.parent = None
             self.num_idle -= 1
-            self.blocks.free.append(node.block)
+            self.blocks.reclaim(node.block)
             freed += 1
             if parent is not self.root and self._evictable(parent):
                 self._push(parent)

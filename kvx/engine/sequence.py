@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from kvx.engine.api import ChoiceTrace, Request, Usage
+from kvx.engine.api import ChoiceTrace, Constraint, Request, Usage
 
 
 class Status(enum.Enum):
@@ -42,7 +42,7 @@ class Sequence:
         self.cache_node: Any = None  # radix node of block_table[num_cached_blocks - 1] (or the root)
         self.status = Status.WAITING
         self.usage = Usage(prompt_tokens=self.num_prompt)
-        self.matcher: Any = None
+        self.matcher: Constraint | None = None
         self.generator: torch.Generator | None = None
         self.stop_ids = stop_ids
         self.finish_reason: str | None = None
@@ -50,7 +50,7 @@ class Sequence:
         self.admitted = False  # counted once in the prompt-cache metrics, not again on recompute
         self.recomputes = 0
         self.draft: list[bool] = []  # per drafted tail token: True if the step's logits must confirm it
-        self.draft_masks: list[Any] = []  # the grammar's mask at each of those logits rows (with a matcher)
+        self.draft_masks: list[torch.Tensor] = []  # the grammar's mask at each of those logits rows (with a matcher)
         self.lookup: dict[int, int] = {}  # token -> latest position (speculation's prompt lookup)
         self.lookup_upto = 0
         self.choice: Any = None  # a PendingChoice while its values are scored (kvx/engine/choices.py)

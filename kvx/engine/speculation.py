@@ -48,11 +48,12 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
     """Append up to k drafted tokens (plus the forced runs they lead to) to seq; returns how many."""
     if seq.draft or seq.request.sampling.temperature > 0 or seq.request.token_veto is not None:
         return 0
-    if seq.matcher is not None and not hasattr(seq.matcher, "fork"):
-        return 0  # a constraint that cannot be copied cannot walk a draft
     k = min(k, seq.max_new - seq.num_generated, max_model_len - seq.num_tokens)
     if k <= 0:
         return 0
+    matcher = seq.matcher.fork() if seq.matcher is not None else None
+    if seq.matcher is not None and matcher is None:
+        return 0  # a constraint that cannot be copied cannot walk a draft
     index = _latest_positions(seq)
     tokens, base = seq.token_ids, seq.num_tokens
     drafted: list[int] = []
@@ -62,7 +63,6 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
     def at(i: int) -> int:
         return tokens[i] if i < base else drafted[i - base]
 
-    matcher = seq.matcher.fork() if seq.matcher is not None else None
     ranks = seq.request.sampling.rank_choices
     src = index.get(tokens[-1])  # the draft copies what followed tokens[src]
     while src is not None and len(drafted) < k:

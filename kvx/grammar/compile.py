@@ -52,9 +52,6 @@ class Grammar:
     def accepts_text(self, text: str) -> bool:
         return self.program.accepts(text.encode("utf-8"))
 
-    def first_visit_ms(self) -> list[float]:
-        return [t * 1e3 for t in self.pda.frames.first_visit_s]
-
 
 @lru_cache(maxsize=1)
 def _warm_compiler() -> None:

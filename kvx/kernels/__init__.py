@@ -4,15 +4,22 @@ The model forward talks only to an `AttentionBackend` (see `interface.py`); `get
 """
 from kvx.kernels.interface import AttentionBackend, AttentionMetadata, KVCache, LayerKV
 
-__all__ = ["AttentionBackend", "AttentionMetadata", "KVCache", "LayerKV", "get_backend"]
+__all__ = ["AttentionBackend", "AttentionMetadata", "KVCache", "LayerKV", "backend_name", "get_backend"]
+
+
+def backend_name(name: str, device_type: str) -> str:
+    """The backend `name` means on a device: "auto" is triton on CUDA, else the batched CPU backend."""
+    if name == "auto":
+        return "triton" if device_type == "cuda" else "cpu"
+    return name
 
 
 def get_backend(name: str = "auto") -> AttentionBackend:
-    """`torch` runs anywhere; `triton` needs CUDA (or TRITON_INTERPRET=1); `auto` picks triton on CUDA."""
+    """`torch` (the reference) and `cpu` run anywhere; `triton` needs CUDA (or TRITON_INTERPRET=1);
+    `auto` picks triton on CUDA, else cpu."""
     import torch
 
-    if name == "auto":
-        name = "triton" if torch.cuda.is_available() else "torch"
+    name = backend_name(name, "cuda" if torch.cuda.is_available() else "cpu")
     if name == "torch":
         from kvx.kernels.torch_backend import TorchBackend
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # annotations only: kvx.models.resolve (DEFAULT_MODEL) imports without torch
+    import torch
 
 
 @dataclass

@@ -44,7 +44,8 @@ def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if dtype == "auto":
         return auto_dtype()
     if dtype not in DTYPES:
-        raise ConfigError(f"--dtype {dtype!r} is not supported (expected auto, float32 or bfloat16)")
+        raise ConfigError(f"{{option}} {dtype!r} is not supported (expected auto, {' or '.join(DTYPES)})",
+                          option="dtype")
     return DTYPES[dtype]
 
 

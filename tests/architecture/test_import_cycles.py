@@ -1,8 +1,8 @@
 """No import cycles: kvx's modules, read from their source (ast), form a DAG.
 
-Module-level imports are checked for all of kvx. kvx.grammar is held to more: its function-level
-imports count too, and its layers never import upward (automata <- schema, tokens <- compile.py),
-so a deferred import cannot hide a cycle there.
+Every import counts: module level, under `if TYPE_CHECKING:` (a type-only import still ties two
+modules together) and inside functions (a deferred import hides a cycle, it does not remove it).
+kvx.grammar is held to more: its layers never import upward (automata <- schema, tokens <- compile.py).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def _imports(path: Path, deferred: bool, modules: set[str]) -> set[str]:
     """kvx modules imported by `path` (deferred: also imports inside functions). `from pkg import
     sub` imports the submodule `sub`; the package counts only for names it defines itself."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = ast.walk(tree) if deferred else tree.body
+    nodes = ast.walk(tree) if deferred else _module_level(tree.body)
     out = set()
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -42,6 +42,20 @@ def _imports(path: Path, deferred: bool, modules: set[str]) -> set[str]:
             if len(subs) < len(node.names):
                 out.add(node.module)
     return {m for m in out if m.split(".")[0] == "kvx"}
+
+
+def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Statements run at import (or read by a type checker): the body, and inside module-level
+    `if` (TYPE_CHECKING among them) and `try` blocks; not function or class bodies."""
+    out = []
+    for node in body:
+        out.append(node)
+        if isinstance(node, ast.If):
+            out += _module_level(node.body + node.orelse)
+        elif isinstance(node, ast.Try):
+            out += _module_level(node.body + node.orelse + node.finalbody
+                                 + [s for h in node.handlers for s in h.body])
+    return out
 
 
 def _graph(deferred_under: str) -> dict[str, set[str]]:
@@ -89,13 +103,13 @@ def _layer(module: str) -> int | None:
 
 
 def test_no_import_cycles_in_kvx():
-    graph = _graph(deferred_under="kvx.grammar")
+    graph = _graph(deferred_under="kvx")
     assert len(graph) > 50  # the walk found the package
     assert _cycle(graph) is None, " -> ".join(_cycle(graph))
 
 
 def test_grammar_layers_never_import_upward():
-    graph = _graph(deferred_under="kvx.grammar")
+    graph = _graph(deferred_under="kvx")
     upward = []
     for module, deps in graph.items():
         if _layer(module) is None or module == "kvx.grammar":
@@ -106,6 +120,22 @@ def test_grammar_layers_never_import_upward():
     assert not upward, upward
 
 
+def test_type_checking_imports_count(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import kvx.a\n"
+                      "def f():\n    import kvx.b\n")
+    assert _imports(source, deferred=False, modules=set()) == {"kvx.a"}
+    assert _imports(source, deferred=True, modules=set()) == {"kvx.a", "kvx.b"}
+
+
 def test_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_only_the_command_line_imports_the_command_line():
+    """kvx/cli parses, reports and exits; the pipeline (kvx/job) and everything below never reach up."""
+    graph = _graph(deferred_under="kvx")
+    upward = [f"{m} -> {d}" for m, deps in graph.items() if not m.startswith("kvx.cli")
+              for d in deps if d.startswith("kvx.cli")]
+    assert not upward, upward

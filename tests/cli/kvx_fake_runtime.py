@@ -18,7 +18,7 @@ import json
 import os
 import time
 
-from kvx.cli.runtime import EngineOptions, Runtime
+from kvx.job.runtime import EngineOptions, Runtime
 from kvx.engine.api import PAUSE, Result, Usage
 
 CONTEXT = 4096

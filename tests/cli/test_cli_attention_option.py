@@ -5,7 +5,7 @@ from kvx_cli_helpers import REPO, TICKET_SCHEMA
 import kvx.engine
 import kvx.grammar
 import kvx.models
-from kvx.cli import runtime
+from kvx.job import runtime
 from kvx.cli.main import main
 
 SAMPLES = REPO / "samples" / "tickets.jsonl"

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from kvx_cli_helpers import TICKET_SCHEMA
 from kvx_fake_runtime import fake_runtime
 
-from kvx.cli.job import Job, JobSettings
-from kvx.cli.runtime import EngineOptions
-from kvx.cli.sink import RowSink
-from kvx.cli.validation import RecordChecker
+from kvx.job.job import Job, JobSettings
+from kvx.job.runtime import EngineOptions
+from kvx.job.sink import RowSink
+from kvx.job.validation import RecordChecker
 from kvx.errors import ConfigError
 from kvx.io.readers import open_input
 from kvx.io.writers import open_output

@@ -77,14 +77,16 @@ def test_too_long_prompt_is_an_error_result(loaded):
 def test_request_bigger_than_the_pool_is_an_error_result(loaded):
     engine = Engine(loaded, config_for(loaded, 4, block_size=4))  # 16 tokens of KV
     res = next(engine.generate([Request("big", [1] * 10, SamplingParams(max_tokens=20))]))
-    assert res.finish_reason == "error" and "kv-memory" in res.error
+    assert res.finish_reason == "error" and "raise kv_memory" in res.error  # the option field, not a flag
 
 
 def test_pool_below_one_block_raises_capacity_error(loaded):
     cfg = config_for(loaded, 1, block_size=4)
     cfg.kv_memory = 10
-    with pytest.raises(CapacityError, match="kv-memory"):
+    with pytest.raises(CapacityError, match="kv_memory") as caught:
         Engine(loaded, cfg)
+    assert caught.value.option == "kv_memory"
+    assert caught.value.naming("--kv-memory").startswith("--kv-memory 10B holds no KV block")
 
 
 def test_kv_pool_dtype_follows_the_weights_unless_set():

@@ -20,3 +20,13 @@ def test_backend_dispatch_and_results(device, monkeypatch):
     k = torch.randn(2, 2, 16, device=device)
     triton_b.store_kv(k, k, case.kv, torch.tensor([0, -1], device=device))
     assert torch.equal(case.kv.k[0, 0], k[0])
+
+
+def test_auto_backend_follows_the_engines_rule():
+    """kernels.get_backend("auto") and the engine's resolve_attention pick the same backend."""
+    from kvx.engine.engine import resolve_attention
+    from kvx.kernels import get_backend
+
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    want = {"cpu": "CpuBackend", "triton": "TritonBackend"}[resolve_attention("auto", device)]
+    assert type(get_backend("auto")).__name__ == want

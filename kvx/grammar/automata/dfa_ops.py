@@ -64,11 +64,6 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
     return c
 
 
-def is_prefix_code(d: DFA) -> bool:
-    """No accepted word is a proper prefix of another: accepting states have no way out."""
-    return not (d.trans[d.accepting] >= 0).any()
-
-
 def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> CDFA:
     """x{lo,hi} for a prefix-code DFA x with one accepting state and no empty word, built
     directly as counter copies (the NFA route is quadratic in the count for such bounds)."""

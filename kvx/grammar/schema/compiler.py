@@ -6,6 +6,7 @@ import gc
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import jsonschema
 from jsonschema.validators import validator_for
@@ -16,7 +17,8 @@ from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.schema.refs import DIALECTS
 from kvx.grammar.schema.rules import Options, RuleBuilder
 
-WHITESPACE_MODES = ("compact", "flexible")
+Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (the CLI's --whitespace)
+WHITESPACE_MODES: tuple[Whitespace, ...] = get_args(Whitespace)
 DEADLINE_S = 0.55  # seconds of work: refused within 1 s, the freeing of a big abandoned build included
 
 

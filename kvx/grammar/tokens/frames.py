@@ -13,7 +13,6 @@ every alternative where several edges fit one byte.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,7 +75,6 @@ class Frames:
                        for s in np.flatnonzero(np.diff(program.call_ptr) > 0).tolist()}
         self._pops = program.final & (program.rule_of != 0)
         self._states: dict[int, StateTokens] = {}
-        self.first_visit_s: list[float] = []  # seconds per first visit, for reports
         if byte_dist is None:
             byte_dist = byte_distances(program, vocab.single_byte_tokens())
         self.byte_dist = byte_dist
@@ -106,7 +104,6 @@ class Frames:
         return ids, nexts, special
 
     def _visit(self, s: int) -> StateTokens:
-        t0 = time.perf_counter()
         ids, nexts, special = self._walk(s)
         rel = self.dist.many(nexts) if len(nexts) else np.zeros(0, np.int32)
         reachable = rel < INF  # only false for vocabs that cannot spell every byte
@@ -122,7 +119,6 @@ class Frames:
         entry = StateTokens(ids=ids, nexts=nexts, rel_dist=rel, special=special, special_dist=special_dist,
                             mask=torch.from_numpy(mask_np), depends=depends, max_push=max_push)
         self._states[s] = entry
-        self.first_visit_s.append(time.perf_counter() - t0)
         return entry
 
     def _result_dist(self, results) -> int:

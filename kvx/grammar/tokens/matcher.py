@@ -122,6 +122,3 @@ class Matcher:
         if self.finished:
             return 0
         return self.pda.dist(self.state) + 1
-
-    def tokens_left(self) -> int | None:
-        return None if self.max_tokens is None else self.max_tokens - self.num_advanced

@@ -16,35 +16,20 @@ from __future__ import annotations
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator
 
-from kvx.cli.runtime import Runtime
-from kvx.cli.sink import RowSink
-from kvx.cli.validation import RecordChecker
+from kvx.job.settings import JobSettings
+from kvx.job.runtime import Runtime
+from kvx.job.sink import RowSink
+from kvx.job.validation import RecordChecker
 from kvx.copy_check import CopyCheck, CopyGuard
-from kvx.engine.api import Request, Result, SamplingParams
+from kvx.engine.api import Constraint, Request, Result, SamplingParams
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
 from kvx.errors import KvxError, OutputClosed, OutputError
 from kvx.io.done_rows import DoneRows
 from kvx.io.readers import InputSource
 from kvx.io.records import InputRecord, OutputRow, RowUsage
-from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError, Truncate
-
-ChoiceMode = Literal["greedy", "rank", "calibrated"]  # how closed choices are made (--choices)
-CHOICE_MODES: tuple[ChoiceMode, ...] = ("greedy", "rank", "calibrated")
-
-
-@dataclass
-class JobSettings:
-    max_tokens: int = 256
-    retries: int = 2
-    retry_temperature: float = 0.7
-    retry_top_p: float = 0.95
-    seed: int = 0
-    choices: ChoiceMode = "calibrated"
-    truncate: Truncate = "none"
-    copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
-
+from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError
 
 @dataclass
 class Attempt:
@@ -82,7 +67,7 @@ class Job:
         self.calibration: ContextualCalibration | None = None
         self._retry: deque[Attempt] = deque()
         self._records = iter(source.records)
-        self._constraints: dict[int, Any] = {}  # max_tokens -> constraint factory
+        self._constraints: dict[int, Callable[[], Constraint] | None] = {}  # max_tokens -> constraint factory
 
     def run(self) -> JobOutcome:
         try:
@@ -124,7 +109,7 @@ class Job:
         self.calibration.learn(self.runtime.engine, requests)
         self.outcome.calibration_points = self.calibration.num_points
 
-    def _constraint(self, max_tokens: int):
+    def _constraint(self, max_tokens: int) -> Callable[[], Constraint] | None:
         if max_tokens not in self._constraints:
             self._constraints[max_tokens] = self.runtime.constraint(max_tokens)
         return self._constraints[max_tokens]

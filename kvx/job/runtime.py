@@ -8,22 +8,29 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+from kvx.engine.api import Attention, Constraint, Dtype, EngineConfig, KVDtype
 from kvx.errors import ConfigError
+from kvx.models.resolve import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    from kvx.grammar.schema.compiler import Whitespace
 
 
 @dataclass
 class EngineOptions:
-    model: str = "smollm2-135m"
-    dtype: str = "auto"
-    attention: str = "auto"
-    kv_dtype: str = "auto"
-    kv_memory: int | None = None  # bytes
-    batch_tokens: int = 8192
-    max_seqs: int = 128
-    speculate: int = 4  # EngineConfig.speculative_tokens
-    whitespace: str = "compact"
+    """The model, engine and grammar options of one run; the engine's defaults are EngineConfig's."""
+
+    model: str = DEFAULT_MODEL
+    dtype: Dtype = EngineConfig.dtype
+    attention: Attention = EngineConfig.attention
+    kv_dtype: KVDtype = EngineConfig.kv_dtype
+    kv_memory: int | None = EngineConfig.kv_memory  # bytes
+    batch_tokens: int = EngineConfig.batch_tokens
+    max_seqs: int = EngineConfig.max_seqs
+    speculate: int = EngineConfig.speculative_tokens
+    whitespace: Whitespace = "compact"
     lenient: bool = False
 
 
@@ -36,7 +43,7 @@ class Runtime:
     grammar: Any = None  # kvx.grammar.Grammar, or None for unconstrained generation
     close: Callable[[], None] = lambda: None  # release what the runtime holds (a fleet's replicas)
 
-    def constraint(self, max_tokens: int) -> Callable[[], Any] | None:
+    def constraint(self, max_tokens: int) -> Callable[[], Constraint] | None:
         grammar = self.grammar
         if grammar is None:
             return None
@@ -52,7 +59,8 @@ def check_engine_options(opts: EngineOptions) -> None:
 
     cuda = torch.cuda.is_available()
     if opts.attention == "triton" and not cuda and os.environ.get("TRITON_INTERPRET") != "1":
-        raise ConfigError("--attention triton needs a CUDA GPU and none is visible; use --attention auto or torch")
+        raise ConfigError("{option} triton needs a CUDA GPU and none is visible; use {option} auto or torch",
+                          option="attention")
     if opts.kv_memory is not None:  # where load_model puts the weights, the engine puts the pool
         check_pool_fits(opts.kv_memory, torch.device("cuda" if cuda else "cpu"))
 

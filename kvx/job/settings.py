@@ -1,0 +1,23 @@
+"""How a job makes records of model output: output budget, retries, ranked choices, truncation.
+Light (no torch), so the command line declares its defaults from here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from kvx.prompts import Truncate
+
+ChoiceMode = Literal["greedy", "rank", "calibrated"]  # how closed choices are made (--choices)
+CHOICE_MODES: tuple[ChoiceMode, ...] = get_args(ChoiceMode)
+
+
+@dataclass
+class JobSettings:
+    max_tokens: int = 256
+    retries: int = 2
+    retry_temperature: float = 0.7
+    retry_top_p: float = 0.95
+    seed: int = 0
+    choices: ChoiceMode = "calibrated"
+    truncate: Truncate = "none"
+    copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)

@@ -1,0 +1,24 @@
+"""`kvx extract`'s parameters and ExtractArgs' fields are the same names: an option added to one
+and not the other fails here, not at the user's first run."""
+import dataclasses
+import inspect
+
+import pytest
+
+from kvx.cli.extract import extract
+from kvx.cli.extract_args import ExtractArgs
+
+
+def test_every_option_is_a_field_and_every_field_an_option():
+    params = list(inspect.signature(extract).parameters)
+    fields = [f.name for f in dataclasses.fields(ExtractArgs)]
+    assert params == fields
+
+
+def test_from_options_ignores_other_locals_and_misses_none():
+    options = {f.name: f.name for f in dataclasses.fields(ExtractArgs)}
+    args = ExtractArgs.from_options({**options, "helper": 1})
+    assert args.kv_dtype == "kv_dtype" and not hasattr(args, "helper")
+    del options["threads"]
+    with pytest.raises(KeyError, match="threads"):
+        ExtractArgs.from_options(options)
