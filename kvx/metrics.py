@@ -41,13 +41,19 @@ class EngineMetrics:
         """Start a new run in place (readers may hold a reference to this object)."""
         self.__dict__.update(EngineMetrics(batch_tokens=self.batch_tokens, total_blocks=self.total_blocks).__dict__)
 
-    def on_step(self, num_tokens: int, used_blocks: int, cached_blocks: int) -> None:
+    def on_step(self, num_tokens: int, peak_blocks: int, model_s: float, sample_s: float,
+                used_blocks: int, cached_blocks: int, evicted_blocks: int) -> None:
+        """One engine step: tokens computed, blocks held at its peak (after the forward, before
+        finished sequences gave theirs back) and at its end, seconds in the model and after it."""
         self.steps += 1
         self.step_tokens_sum += num_tokens
         self.computed_tokens += num_tokens
+        self.peak_used_blocks = max(self.peak_used_blocks, peak_blocks)
+        self.model_seconds += model_s
+        self.sample_seconds += sample_s
         self.used_blocks = used_blocks
         self.cached_blocks = cached_blocks
-        self.peak_used_blocks = max(self.peak_used_blocks, used_blocks)
+        self.evicted_blocks = evicted_blocks
 
     def on_admit(self, prompt_tokens: int, cached_tokens: int) -> None:
         self.prompt_tokens += prompt_tokens

@@ -22,8 +22,8 @@ def check(
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
     from kvx.job.validation import load_schema
 
-    load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
-    raise typer.Exit(run_schema_check(schema, model, as_json))
+    loaded = load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
+    raise typer.Exit(run_schema_check(schema, model, as_json, loaded=loaded))
 
 
 def _load_tokenizer(model_spec: str | None):
@@ -51,15 +51,17 @@ def prompt_report(schema: dict, tokenizer, context: int) -> dict:
     return dict(prompt_tokens=tokens, context=context, prompt_problem=shared_prompt_problem(tokens, context, True))
 
 
-def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None) -> int:
+def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None,
+                     loaded: dict | None = None) -> int:
     """Print the report (or the one-line reason) and return the exit code: 0 supported, 2 not (or
     supported, but `kvx extract` would refuse the prompt it makes). With the model's tokenizer loaded
-    here its context is known and the prompt is measured too."""
+    here its context is known and the prompt is measured too. `loaded`: the schema already read
+    (the command reads the file once)."""
     from kvx.grammar.check import schema_report
 
     context = None
     try:
-        schema = _read_schema(schema_path)
+        schema = loaded if loaded is not None else _read_schema(schema_path)
         if tokenizer is None:
             tokenizer = _load_tokenizer(model_spec)
             context = tokenizer.context_length

@@ -23,9 +23,10 @@ from kvx.engine.model_runner import ModelRunner
 from kvx.engine.radix_cache import RadixCache
 from kvx.engine.masking import LogitMasker
 from kvx.engine.sampler import make_generator, sample
-from kvx.engine.scheduler import Scheduler, common_prefix
+from kvx.engine.scheduler import Scheduler
 from kvx.engine.sequence import Sequence
-from kvx.engine.speculation import SpeculationConfig, checked_choices, draft_length, propose, row_masks
+from kvx.engine.speculation import (SpeculationConfig, checked_choices, draft_length, propose, row_masks,
+                                    settle_draft)
 from kvx.errors import CapacityError, ConfigError
 from kvx.metrics import EngineMetrics
 
@@ -170,16 +171,13 @@ class Engine:
         logits, sampled, counts = self.runner.run(step)
         t1 = time.perf_counter()
         self.scheduler.advance(step)
-        self.metrics.on_step(step.total_tokens, self.blocks.num_held, self.blocks.num_cached_idle)
-        done = self._route([step.seqs[i] for i in sampled], counts, logits)
+        peak = self.blocks.num_held
+        done = self._route([step.seqs[i] for i in sampled], counts, logits)  # mask, sample, accept, propose
         self.scheduler.publish(step)
-        self.metrics.model_seconds += t1 - t0
-        self.metrics.sample_seconds += time.perf_counter() - t1
-        if self.cache is not None:
-            self.metrics.evicted_blocks = self.cache.evicted_blocks - self._evicted_before
         results = [self._finish(seq) for seq in done]
-        self.metrics.used_blocks = self.blocks.num_held
-        self.metrics.cached_blocks = self.blocks.num_cached_idle
+        evicted = self.cache.evicted_blocks - self._evicted_before if self.cache is not None else 0
+        self.metrics.on_step(step.total_tokens, peak, t1 - t0, time.perf_counter() - t1,
+                             self.blocks.num_held, self.blocks.num_cached_idle, evicted)
         return results
 
     def _route(self, owners: list[Sequence | Fork], counts: list[int], logits: torch.Tensor) -> list[Sequence]:
@@ -247,9 +245,7 @@ class Engine:
             if row is not None and not self._rank(seq, rows[row]):
                 self._choose(seq, self._unvetoed(seq, choices[row], rows[row]), masks[row])
         if drafted:
-            kept = common_prefix(seq.token_ids[base:], drafted, len(drafted))
-            self.metrics.accepted_draft_tokens += kept
-            seq.num_computed = min(computed, base + kept)  # KV past the kept prefix is stale
+            self.metrics.accepted_draft_tokens += settle_draft(seq, drafted, base, computed)
 
     def _choose(self, seq: Sequence, tok: int, allowed: torch.Tensor | None) -> None:
         # the masked argmax lands on a forbidden token only when the grammar allows none (O(1), not any())

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from kvx.engine.block_manager import BlockManager
 from kvx.engine.choices import Fork
 from kvx.engine.radix_cache import RadixCache
-from kvx.engine.sequence import Sequence, Status
+from kvx.engine.sequence import Sequence, Status, common_prefix
 from kvx.metrics import EngineMetrics
 
 
@@ -49,21 +49,6 @@ class ScheduledStep:
 
 def _importance(seq: Sequence) -> tuple[int, int]:
     return (-seq.priority, seq.seq_no)  # sorts most important first
-
-
-def common_prefix(a: list[int], b: list[int], limit: int) -> int:
-    """Length of the common prefix of a and b, at most limit."""
-    n = min(len(a), len(b), limit)
-    if a[:n] == b[:n]:  # fast path in C: the whole range is shared
-        return n
-    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 class Scheduler:

@@ -124,3 +124,19 @@ class Sequence:
         self.cache_node = None
         self.status = Status.WAITING
         self.recomputes += 1
+
+
+def common_prefix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common prefix of a and b, at most limit."""
+    n = min(len(a), len(b), limit)
+    if a[:n] == b[:n]:  # fast path in C: the whole range is shared
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kvx.engine.sequence import Sequence
+from kvx.engine.sequence import Sequence, common_prefix
 
 
 @dataclass
@@ -118,3 +118,10 @@ def checked_choices(drafted: list[int], checked: list[bool], preds: list[int]) -
         agreed.append(tok)
     return agreed, None
 
+
+def settle_draft(seq: Sequence, drafted: list[int], base: int, computed: int) -> int:
+    """After the step appended its tokens to seq (whose draft started at `base`, with `computed`
+    positions computed before): how many drafted tokens were kept; KV past them is stale."""
+    kept = common_prefix(seq.token_ids[base:], drafted, len(drafted))
+    seq.num_computed = min(computed, base + kept)
+    return kept
