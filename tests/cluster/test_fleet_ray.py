@@ -76,3 +76,16 @@ def test_killed_replica_loses_nothing(cluster, tmp_path):
     assert all(r["status"] == "ok" for r in rows)
     fleet = stats["engine"]["fleet"]
     assert fleet["live"] == 1 and len(fleet["lost"]) == 1 and fleet["requeued_requests"] >= 1
+
+
+def test_resume_with_replicas_runs_only_the_missing_records(cluster, tmp_path):
+    recs = [{"id": f"r{i}", "text": f"ticket {i}: the parcel is late"} for i in range(12)]
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, recs[:5])
+    code, rows, _ = extract(tmp_path, src)
+    assert code == 0 and len(rows) == 5
+    write_jsonl(src, recs)
+    code, rows, stats = extract(tmp_path, src, "--resume")
+    assert code == 0
+    assert sorted(r["id"] for r in rows) == sorted(r["id"] for r in recs)  # each id once, none lost
+    assert stats["records_skipped_resume"] == 5 and stats["records_done"] == 7
