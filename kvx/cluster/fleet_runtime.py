@@ -68,7 +68,7 @@ def _driver_side(schema: dict, opts: EngineOptions):
     from kvx.models.loader import load_tokenizer
 
     tokenizer = load_tokenizer(opts.model)
-    return tokenizer, compile_schema(schema, tokenizer, whitespace=opts.whitespace, lenient=opts.lenient)
+    return tokenizer, compile_schema(schema, tokenizer, opts.grammar)
 
 
 def _init(ray, address: str | None) -> None:

@@ -1,19 +1,12 @@
 """Schema-constrained decoding: JSON Schema -> pushdown automaton of byte DFAs -> lazy token tables
-(see docs/grammar_compiler.md and docs/grammar_tokens.md)."""
-from kvx.grammar.automata.pda import Program
-from kvx.grammar.compile import CompileStats, Grammar, compile_schema
-from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.tokens.matcher import DisallowedToken, Matcher
-from kvx.grammar.tokens.vocab import TokenVocab, vocab_for
+(see docs/grammar_compiler.md and docs/grammar_tokens.md). Its names load on first use, so
+kvx.grammar.options (the options, declared once) imports without torch or numpy."""
+from kvx.lazy import lazy_names
 
-__all__ = [
-    "CompileStats",
-    "DisallowedToken",
-    "Grammar",
-    "Matcher",
-    "Program",
-    "TokenVocab",
-    "UnsupportedSchema",
-    "compile_schema",
-    "vocab_for",
-]
+_HOME = {"CompileStats": "kvx.grammar.compile", "Grammar": "kvx.grammar.compile",
+         "compile_schema": "kvx.grammar.compile", "DisallowedToken": "kvx.grammar.tokens.matcher",
+         "Matcher": "kvx.grammar.tokens.matcher", "Program": "kvx.grammar.automata.pda",
+         "TokenVocab": "kvx.grammar.tokens.vocab", "vocab_for": "kvx.grammar.tokens.vocab",
+         "UnsupportedSchema": "kvx.grammar.errors", "GrammarOptions": "kvx.grammar.options"}
+__all__ = sorted(_HOME)
+__getattr__ = lazy_names(__name__, _HOME)

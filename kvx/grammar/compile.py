@@ -4,6 +4,7 @@ The compiled program and its distances are cached on disk (kvx/grammar/cache.py)
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -12,6 +13,7 @@ from kvx.grammar import cache as _cache
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.options import GrammarOptions
 from kvx.grammar.tokens.budget import token_prefixes
 from kvx.grammar.tokens.matcher import Matcher
 from kvx.grammar.tokens.stacks import MAX_DEPTH, TokenPDA
@@ -63,10 +65,8 @@ def _warm_compiler() -> None:
 def compile_schema(
     schema: dict,
     tokenizer,
+    options: GrammarOptions = GrammarOptions(),
     *,
-    whitespace: str = "compact",
-    lenient: bool = False,
-    max_ws: int = 2,
     max_depth: int = MAX_DEPTH,
     cache: bool = True,
 ) -> Grammar:
@@ -81,14 +81,13 @@ def compile_schema(
 
     prep_ms = (time.perf_counter() - t0) * 1e3
     t1 = time.perf_counter()
-    options = {"whitespace": whitespace, "max_ws": max_ws, "lenient": lenient}
-    path = _cache.cache_path(schema, options, vocab) if cache else None
+    path = _cache.cache_path(schema, dataclasses.asdict(options), vocab) if cache else None
     loaded = _cache.load(path) if path is not None else None
     if loaded is None:
         from kvx.grammar.schema.compiler import DEADLINE_S, compile_program, paused_gc
 
         with paused_gc(), deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
-            compiled = compile_program(schema, whitespace=whitespace, max_ws=max_ws, lenient=lenient)
+            compiled = compile_program(schema, options)
             program = compiled.program
             try:
                 pda = TokenPDA(program, vocab, max_depth=max_depth)

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from kvx.engine.api import Attention, Constraint, Dtype, EngineConfig, KVDtype
 from kvx.errors import ConfigError
+from kvx.grammar.options import GrammarOptions
 from kvx.models.resolve import DEFAULT_MODEL
-
-if TYPE_CHECKING:
-    from kvx.grammar.schema.compiler import Whitespace
 
 
 @dataclass
@@ -30,8 +28,7 @@ class EngineOptions:
     batch_tokens: int = EngineConfig.batch_tokens
     max_seqs: int = EngineConfig.max_seqs
     speculate: int = EngineConfig.speculative_tokens
-    whitespace: Whitespace = "compact"
-    lenient: bool = False
+    grammar: GrammarOptions = field(default_factory=GrammarOptions)
 
 
 @dataclass
@@ -85,7 +82,7 @@ def real_runtime(schema: dict, opts: EngineOptions) -> Runtime:
 
     loaded = load_model(opts.model, dtype=opts.dtype)
     # Compile before building the engine: a schema the grammar cannot handle exits 2 right away.
-    grammar = compile_schema(schema, loaded.tokenizer, whitespace=opts.whitespace, lenient=opts.lenient)
+    grammar = compile_schema(schema, loaded.tokenizer, opts.grammar)
     config = EngineConfig(
         kv_memory=opts.kv_memory,
         kv_dtype=opts.kv_dtype,

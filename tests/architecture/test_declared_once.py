@@ -18,7 +18,7 @@ CHOICES = {  # every option with a closed set of values: where its Literal is de
     "DTYPES": (("auto", "float32", "bfloat16"), "kvx/engine/api.py"),
     "KV_DTYPES": (("auto", "float32", "bfloat16", "float16", "int8"), "kvx/engine/api.py"),
     "ATTENTION": (("auto", "torch", "triton"), "kvx/engine/api.py"),
-    "WHITESPACE": (("compact", "flexible"), "kvx/grammar/schema/compiler.py"),
+    "WHITESPACE": (("compact", "flexible"), "kvx/grammar/options.py"),
     "CHOICE_MODES": (("greedy", "rank", "calibrated"), "kvx/job/settings.py"),
     "TRUNCATE_MODES": (("none", "head", "tail", "middle"), "kvx/prompts.py"),
     "SCHEMA_STYLES": (("fields", "json"), "kvx/prompts.py"),
@@ -66,6 +66,11 @@ def test_default_model_name_is_written_once():
 def test_default_token_budget_is_written_once():
     places = _places(lambda t: t.type == tokenize.NUMBER and t.string == str(EngineConfig.batch_tokens))
     assert places - OTHER_MEANINGS[8192] == {"kvx/engine/api.py"}
+
+
+def test_grammar_option_defaults_are_written_once():
+    """GrammarOptions owns them: the compiler, the job's EngineOptions and the CLI read its fields."""
+    assert _places(lambda t: t.type == tokenize.STRING and t.string.strip("'\"") == "compact") == {"kvx/grammar/options.py"}
 
 
 def test_each_choice_list_is_declared_once():

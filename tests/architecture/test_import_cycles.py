@@ -12,6 +12,7 @@ from pathlib import Path
 KVX = Path(__file__).resolve().parents[2] / "kvx"
 GRAMMAR_LAYERS = {  # a layer may import only from layers of lower rank
     "kvx.grammar.errors": 0,
+    "kvx.grammar.options": 0,
     "kvx.grammar.automata": 1,
     "kvx.grammar.schema": 2,
     "kvx.grammar.tokens": 2,

@@ -16,6 +16,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.schema.compiler import compile_program
 from kvx.grammar.automata.determinize import compile_node, minimise, subset_construction, trim
 from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.options import GrammarOptions
 from kvx.grammar.automata.nfa import build_nfa
 from kvx.grammar.schema.regex_parse import pattern_ast
 
@@ -192,7 +193,7 @@ def test_objects_order_optional_and_extra_keys():
 
 
 def test_flexible_whitespace_is_bounded():
-    dfa = compile_program({"type": "array", "items": {"type": "integer"}}, whitespace="flexible", max_ws=2).program
+    dfa = compile_program({"type": "array", "items": {"type": "integer"}}, GrammarOptions(whitespace="flexible", max_ws=2)).program
     assert dfa.accepts(b"[ 1 ,\n2 ]") and dfa.accepts(b"  [1]  ")
     assert not dfa.accepts(b"[   1]")
     assert not compile_program({"type": "array"}).program.accepts(b"[ ]")
@@ -212,7 +213,7 @@ def test_post_checks_and_lenient():
     c = compile_program({"properties": {"tags": {"type": "array", "uniqueItems": True}}})
     assert c.post_checks == ["/properties/tags/uniqueItems"] and "uniqueItems" in c.warnings[0]
     assert c.program.accepts(b'{"tags":[1,1]}')  # the automaton over-approximates; jsonschema checks
-    c = compile_program({"properties": {"tags": {"not": {"uniqueItems": True}}}}, lenient=True)
+    c = compile_program({"properties": {"tags": {"not": {"uniqueItems": True}}}}, GrammarOptions(lenient=True))
     assert c.post_checks == ["/properties/tags/not"] and c.program.accepts(b'{"tags":[1,2]}')
 
 

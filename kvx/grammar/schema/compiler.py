@@ -6,7 +6,7 @@ import gc
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import get_args
 
 import jsonschema
 from jsonschema.validators import validator_for
@@ -15,9 +15,9 @@ from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.schema.refs import DIALECTS
-from kvx.grammar.schema.rules import Options, RuleBuilder
+from kvx.grammar.options import GrammarOptions, Whitespace
+from kvx.grammar.schema.rules import RuleBuilder
 
-Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (the CLI's --whitespace)
 WHITESPACE_MODES: tuple[Whitespace, ...] = get_args(Whitespace)
 DEADLINE_S = 0.55  # seconds of work: refused within 1 s, the freeing of a big abandoned build included
 
@@ -47,21 +47,21 @@ def _check_root(schema) -> None:
         raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {dialect!r})", "$schema", "")
 
 
-def compile_program(schema, *, whitespace: str = "compact", max_ws: int = 2, lenient: bool = False,
-                    max_states: int = 50_000, deadline: deadlines.Deadline | None = None) -> CompiledSchema:
+def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
+                    deadline: deadlines.Deadline | None = None) -> CompiledSchema:
     """Compile `schema` to rules over the UTF-8 bytes of the JSON text the grammar allows.
 
     Raises UnsupportedSchema (one line, naming keyword and JSON pointer) for invalid schemas,
-    keywords the automaton cannot enforce (unless `lenient`), automata over `max_states` states per
-    rule, and compiles that run past `deadline` (default: the caller's active one, else DEADLINE_S
-    seconds from now)."""
-    if whitespace not in WHITESPACE_MODES:
-        raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {whitespace!r}")
-    if max_ws < 0:
+    keywords the automaton cannot enforce (unless `options.lenient`), automata over
+    `options.max_states` states per rule, and compiles that run past `deadline` (default: the
+    caller's active one, else DEADLINE_S seconds from now)."""
+    if options.whitespace not in WHITESPACE_MODES:
+        raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {options.whitespace!r}")
+    if options.max_ws < 0:
         raise UnsupportedSchema("max_ws must be >= 0")
     t0 = time.perf_counter()
     with paused_gc(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
-        return _compile(schema, Options(whitespace, max_ws, lenient, max_states), t0)
+        return _compile(schema, options, t0)
 
 
 @contextmanager
@@ -80,7 +80,7 @@ def paused_gc():
             gc.enable()
 
 
-def _compile(schema, options: Options, t0: float) -> CompiledSchema:
+def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
     _check_root(schema)
     builder = RuleBuilder(schema, options, validator_class(schema))
     try:

@@ -11,7 +11,6 @@ joins them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
@@ -27,6 +26,7 @@ from kvx.grammar.schema.refs import Document
 from kvx.grammar.schema import strings
 from kvx.grammar.schema.scalars import Scalars, StringSpec
 from kvx.grammar.schema.values import dumps, json_equal
+from kvx.grammar.options import GrammarOptions
 
 
 _STRING_RULES: dict[tuple, object] = {}  # (string specs, max_states) -> composed body, per process
@@ -37,16 +37,8 @@ GENERIC_RULES = {("string", (ANY_STRING,)): 1, ("object", ((),), ()): 2, ("array
 _GENERIC_BODIES: dict[tuple, object] = {}
 
 
-@dataclass(frozen=True)
-class Options:
-    whitespace: str = "compact"
-    max_ws: int = 2
-    lenient: bool = False
-    max_states: int = 50_000  # per rule
-
-
 class RuleBuilder:
-    def __init__(self, root, options: Options, validator_class):
+    def __init__(self, root, options: GrammarOptions, validator_class):
         self.doc = Document(root)
         self.opt = options
         self.notes = Notes(self.doc, options.lenient)

@@ -1,0 +1,18 @@
+"""The grammar's options, declared once: the compiler, the job and the CLI read them from here.
+
+A light module (no torch, no numpy): the CLI takes its defaults from it without loading the grammar.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (the CLI's --whitespace)
+
+
+@dataclass(frozen=True)
+class GrammarOptions:
+    whitespace: Whitespace = "compact"
+    max_ws: int = 2  # "flexible": whitespace bytes at most between two tokens of the JSON text
+    lenient: bool = False  # keywords the automaton cannot enforce are left to jsonschema (not refused)
+    max_states: int = 50_000  # per rule
