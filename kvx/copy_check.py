@@ -90,7 +90,7 @@ SPECIAL = re.compile(r'[:,\[{]')  # bytes after which a new value starts
 class CopyGuard:
     """A token veto (kvx.engine.api.TokenVeto) for one record: no example value its text lacks."""
 
-    def __init__(self, check: CopyCheck, text: str, token_bytes: list[bytes | None]):
+    def __init__(self, check: CopyCheck, text: str, token_bytes: list[bytes | None], vocab_hash: str | None = None):
         self.text = text.lower()
         numbers = text_numbers(text)
         values = set()
@@ -102,6 +102,23 @@ class CopyGuard:
                     values.update({f"{v:g}", str(v)})
         self.values = [v for v in values if len(v) >= MIN_COPY]
         self.token_bytes = token_bytes
+        self.vocab_hash = vocab_hash
+
+    def __getstate__(self) -> dict:
+        """Sent to a Ray replica with its request: the vocabulary's bytes (~49k entries) stay behind
+        when their hash is known; the replica compiled the same grammar, so it has them."""
+        state = dict(self.__dict__)
+        if self.vocab_hash is not None:
+            state["token_bytes"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.token_bytes is None:
+            from kvx.grammar.tokens.vocab import known_vocab
+
+            vocab = known_vocab(self.vocab_hash)
+            self.token_bytes = vocab.token_bytes if vocab is not None else []  # unknown: vetoes nothing
 
     def vetoes(self, output_ids: list[int], token: int) -> bool:
         if not self.values or token >= len(self.token_bytes):

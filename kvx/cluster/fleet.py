@@ -171,7 +171,7 @@ class FleetEngine:
     def _wire(self, key: int) -> WireRequest:
         req = self._inflight[key]
         budget = req.sampling.max_tokens if req.constraint is not None else None
-        return WireRequest(key, array("i", req.prompt_ids), req.sampling, budget, req.choice_hook)
+        return WireRequest(key, array("i", req.prompt_ids), req.sampling, budget, req.choice_hook, req.token_veto)
 
     def _report(self, r: int, ref) -> ReplicaReport | None:
         try:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from kvx.job.runtime import EngineOptions, Runtime, build_runtime
-from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, Usage
+from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, TokenVeto, Usage
 from kvx.errors import KvxError
 
 
@@ -28,6 +28,7 @@ class WireRequest:
     sampling: SamplingParams
     budget: int | None  # the grammar's token budget (the request is constrained), None: free text
     choice_hook: ChoiceHook | None = None  # plain data (the calibration table): it travels with the request
+    token_veto: TokenVeto | None = None  # the --examples copy guard (its vocabulary stays behind, by hash)
 
 
 @dataclass
@@ -146,7 +147,8 @@ class ReplicaWorker:
     def _request(self, w: WireRequest) -> Request:
         constraint = self.runtime.constraint(w.budget) if w.budget is not None else None
         return Request(id=str(w.key), prompt_ids=w.prompt.tolist(), sampling=w.sampling,
-                       constraint=constraint, choice_hook=w.choice_hook, user_data=w.key)
+                       constraint=constraint, choice_hook=w.choice_hook, token_veto=w.token_veto,
+                       user_data=w.key)
 
     def _finished(self, r: Result) -> None:
         with self._cv:

@@ -183,7 +183,8 @@ class Job:
         """With --examples and a grammar (whose vocabulary spells the tokens): no example values."""
         if self.copy_check is None or self.runtime.grammar is None or not self.settings.copy_guard:
             return None
-        return CopyGuard(self.copy_check, attempt.text, self.runtime.grammar.vocab.token_bytes)
+        vocab = self.runtime.grammar.vocab
+        return CopyGuard(self.copy_check, attempt.text, vocab.token_bytes, vocab.hash)
 
     def _finish(self, result: Result) -> None:
         attempt: Attempt = result.user_data

@@ -46,3 +46,28 @@ def test_the_guard_stops_a_copy_at_its_start_or_at_a_long_run():
     assert vetoed(guard, spell, '{"name":"x","amount":12', "5")  # 125... of 1250, absent from the text
     assert not vetoed(guard, spell, '{"name":"x","amount":9', "9")
     assert not vetoed(guard, spell, '{"kind":"refun', "d")  # enum members are never copies
+
+
+def test_the_guard_travels_to_a_replica_without_the_vocabulary():
+    """A Ray replica gets the guard pickled with each request: the vocabulary's bytes stay behind
+    (found again by hash in the receiving process, which built the same vocabulary), and the
+    guard vetoes the same tokens there."""
+    import pickle
+
+    from kvx.grammar.tokens.vocab import _VOCABS, TokenVocab
+
+    spell = Spell('{}":,[]. 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ$')
+    filler = [bytes([0x80 + i % 64]) for i in range(20000)]
+    vocab = TokenVocab(token_bytes=spell.token_bytes + filler, eos_ids=[0], kind="byte")
+    _VOCABS[id(spell)] = (spell, vocab)  # as vocab_for registers what a process builds
+    check = CopyCheck([EXAMPLE], SCHEMA)
+    guard = CopyGuard(check, "Contoso billed me $99 for a North Face jacket.", vocab.token_bytes, vocab.hash)
+    wire = pickle.dumps(guard)
+    assert len(wire) < 2000  # not the 20,000-token vocabulary
+    there = pickle.loads(wire)
+    assert there.token_bytes is vocab.token_bytes
+    for output, nxt in (('{"name":"North', "w"), ('{"name":"North', " "), ('{"name":"x","amount":12', "5")):
+        assert vetoed(there, spell, output, nxt) == vetoed(guard, spell, output, nxt)
+    assert vetoed(there, spell, '{"name":"North', "w")
+    del _VOCABS[id(spell)]
+    assert pickle.loads(wire).token_bytes == []  # a process that never built it: the guard vetoes nothing

@@ -177,3 +177,8 @@ def vocab_for(tokenizer) -> TokenVocab:
         vocab = build_vocab(hf, getattr(tokenizer, "vocab_size", None), list(tokenizer.eos_token_ids))
     _VOCABS[id(tokenizer)] = (tokenizer, vocab)  # holding the object keeps its id from being reused
     return vocab
+
+
+def known_vocab(vocab_hash: str | None) -> TokenVocab | None:
+    """A vocabulary this process has built, by its hash (a pickled CopyGuard finds its bytes here)."""
+    return next((v for _, v in _VOCABS.values() if v.hash == vocab_hash), None)
