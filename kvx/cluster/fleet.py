@@ -57,7 +57,8 @@ class FleetMetrics:
         engines = [f["engine"] for f in self.figures.values()]
         total = {k: sum(e.get(k, 0) for e in engines) for k in
                  ("requests_done", "prompt_tokens", "cached_prompt_tokens", "generated_tokens", "computed_tokens",
-                  "steps", "preemptions")}
+                  "forced_tokens", "steps", "preemptions", "ranked_choices", "choices_overruling_greedy",
+                  "choice_fork_tokens", "vetoed_tokens")}
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         busy = [f["busy_s"] for f in self.figures.values()]
         mean_busy = sum(busy) / len(busy) if busy else 0.0
@@ -107,7 +108,9 @@ class FleetEngine:
         self._keys = itertools.count()
         self._out_tokens, self._out_seen = 0, 0  # running mean of output length, for the plan
 
-    def generate(self, requests: Iterable[Request]) -> Iterator[Result]:
+    def generate(self, requests: Iterable[Request], reset_metrics: bool = True) -> Iterator[Result]:
+        """Engine.generate's contract over the replicas (their figures always add up over a job:
+        `reset_metrics` is accepted for the contract and has nothing to reset)."""
         source = iter(requests)
         exhausted = False
         calls: dict = {}  # pending exchange -> replica

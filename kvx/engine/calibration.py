@@ -22,7 +22,7 @@ CONTENT_FREE_TEXTS = ("N/A", "", "[MASK]")  # the paper's three content-free inp
 
 
 class Generator(Protocol):
-    def generate(self, requests: Iterable[Request]) -> Iterator[Result]: ...
+    def generate(self, requests: Iterable[Request], reset_metrics: bool = True) -> Iterator[Result]: ...
 
 
 class ContextualCalibration:

@@ -136,8 +136,11 @@ class Engine:
         return Result(req.id, [], "", "error", usage, error=message, user_data=req.user_data)
 
     # --- the loop ----------------------------------------------------------------------------
-    def generate(self, requests: Iterable[Request | Pause]) -> Iterator[Result]:
-        self.metrics.reset()
+    def generate(self, requests: Iterable[Request | Pause], reset_metrics: bool = True) -> Iterator[Result]:
+        """Results as sequences finish. The metrics start afresh unless `reset_metrics` is False (a job's
+        later rounds: its retries, its records after the calibration run, add to the same figures)."""
+        if reset_metrics:
+            self.metrics.reset()
         self._evicted_before = self.cache.evicted_blocks if self.cache is not None else 0
         source = iter(requests)
         exhausted = False

@@ -68,13 +68,16 @@ class Job:
         self._retry: deque[Attempt] = deque()
         self._records = iter(source.records)
         self._constraints: dict[int, Callable[[], Constraint] | None] = {}  # max_tokens -> constraint factory
+        self._figures_started = False  # the engine's figures were reset for this job (its first run)
 
     def run(self) -> JobOutcome:
         try:
             if self.settings.choices == "calibrated":
                 self._calibrate()
             while True:
-                results = self.runtime.engine.generate(self._requests())
+                # one job, one set of figures: the calibration run and the retry rounds add up
+                results = self.runtime.engine.generate(self._requests(), reset_metrics=not self._figures_started)
+                self._figures_started = True
                 try:
                     for result in results:
                         self._finish(result)
@@ -107,6 +110,7 @@ class Job:
                 requests.append(Request(id=f"content-free-{i}", prompt_ids=ids, sampling=SamplingParams(max_tokens=room),
                                         constraint=self._constraint(room)))
         self.calibration.learn(self.runtime.engine, requests)
+        self._figures_started = True
         self.outcome.calibration_points = self.calibration.num_points
 
     def _constraint(self, max_tokens: int) -> Callable[[], Constraint] | None:

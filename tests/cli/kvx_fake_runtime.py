@@ -87,7 +87,7 @@ class FakeEngine:
         self.delay = float(os.environ.get("KVX_FAKE_DELAY", "0"))
         self.seen_requests = []
 
-    def generate(self, requests):
+    def generate(self, requests, reset_metrics=True):
         window = []
         for request in requests:
             if request is PAUSE:  # a replica's source has nothing new: finish what is held

@@ -34,10 +34,14 @@ def test_two_replicas_give_the_records_of_one(cluster, tmp_path, monkeypatch):
         code = main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--ordered", *FAST, *extra])
         return code, read_jsonl(out)
 
-    code1, one = run("one.jsonl")
+    code1, one = run("one.jsonl", "--stats", str(tmp_path / "s1.json"))
     code2, two = run("two.jsonl", "--replicas", "2", "--replica-cpus", "1", "--stats", str(tmp_path / "s.json"))
     assert code1 == code2 and len(one) == 8
     assert [(r["id"], r["status"], r["record"]) for r in two] == [(r["id"], r["status"], r["record"]) for r in one]
     assert sum(r["status"] == "ok" for r in one) >= 6
-    replicas = json.loads((tmp_path / "s.json").read_text())["engine"]["replicas"]
-    assert [r["requests_done"] > 0 for r in replicas] == [True, True]  # both replicas ran records
+    fleet, local = (json.loads((tmp_path / n).read_text()) for n in ("s.json", "s1.json"))
+    assert [r["requests_done"] > 0 for r in fleet["engine"]["replicas"]] == [True, True]  # both replicas ran records
+    # calibrated choices: the table learned through the fleet covers the points the local one does,
+    # and both report every ranked choice of the job, calibration run included (same records: same choices)
+    assert fleet["calibration_points"] == local["calibration_points"] > 0
+    assert fleet["engine"]["ranked_choices"] == local["engine"]["ranked_choices"] > 0

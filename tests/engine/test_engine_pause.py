@@ -46,3 +46,23 @@ def test_pause_with_nothing_held_asks_again():
 
     results = list(engine.generate(source()))
     assert len(asked) == 3 and [r.id for r in results] == ["late"]
+
+
+def test_later_rounds_of_a_job_add_to_its_figures():
+    """A job's calibration run and retry rounds are separate generate() calls: with
+    reset_metrics=False their figures add up instead of the last round's replacing them."""
+    loaded = tiny_loaded()
+    rng = random.Random(7)
+    rounds = [[Request(f"{k}.{i}", [rng.randrange(1, VOCAB) for _ in range(6)], SamplingParams(max_tokens=5))
+               for i in range(3)] for k in range(2)]
+    engine = Engine(loaded, config_for(loaded, 100, attention="cpu"))
+    alone = []
+    for reqs in rounds:
+        list(engine.generate(reqs))
+        alone.append(engine.metrics.snapshot())
+    list(engine.generate(rounds[0]))
+    list(engine.generate(rounds[1], reset_metrics=False))
+    both = engine.metrics.snapshot()
+    assert alone[1]["requests_done"] == 3 and both["requests_done"] == 6
+    assert both["generated_tokens"] == alone[0]["generated_tokens"] + alone[1]["generated_tokens"]
+    assert both["steps"] >= alone[0]["steps"] + 1
