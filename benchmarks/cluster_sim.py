@@ -32,12 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from kvx.cluster.planner import CostModel, plan  # noqa: E402
 from kvx.cluster.work_queues import WorkGroup, WorkQueues  # noqa: E402
 
+from sim_costs import BATCH_ROWS, BATCH_TOKENS, CALIBRATION  # noqa: E402
+
 BLOCK = 16
-# benchmarks/calibrate_costs.py on the 2-core AMX host, default model, bf16 (see docs/cluster.md):
-# a step costs T0 + prefill tokens x T_PREFILL + decode rows x T_DECODE (seconds). Measured:
-# batch-1 decode step 12.7 ms, batch-128 decode step 104.1 ms, 8192 prefill tokens 4.38 s.
-CALIBRATION = {"t0": 0.01199, "t_prefill": 0.000533, "t_decode": 0.000719}
-BATCH_ROWS, BATCH_TOKENS = 128, 8192  # a full step: decode rows / prefill tokens sharing T0
 CACHE_BLOCKS = 5824  # a 2 GiB bf16 KV pool of the default model (30 layers x 3 KV heads x 64 dims)
 IN_FLIGHT = 256  # per replica, for the router policies' client
 

@@ -4,7 +4,7 @@ Poisson arrival process (TTFT, inter-token latency p99). Run by cluster_sim.py, 
 
     python benchmarks/disagg_sim.py
 
-A step costs t0 + prefill tokens x t_prefill + decode rows x t_decode (cluster_sim.CALIBRATION, the
+A step costs t0 + prefill tokens x t_prefill + decode rows x t_decode (sim_costs.CALIBRATION, the
 engine measured on this CPU). A colocated replica runs the engine's schedule: decode rows first,
 then prefill chunks under the 8192-token budget, 128 sequences at most. A prefill replica runs
 only prefill chunks and emits the first token; the KV then crosses the link (KV_BYTES per token
@@ -18,7 +18,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from cluster_sim import BATCH_ROWS, BATCH_TOKENS, CALIBRATION
+from sim_costs import BATCH_ROWS, BATCH_TOKENS, CALIBRATION
 
 KV_BYTES = 30 * 2 * 3 * 64 * 2  # the default model's KV per token, bf16: 23,040 bytes
 LINK_BYTES_S = 1.25e9  # a 10 Gb/s link between two CPU boxes
