@@ -8,12 +8,12 @@ draft for the next step (speculation.py) and yield the sequences that finished.
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Protocol
 
 import torch
 
 from kvx import kernels
-from kvx.kernels.interface import KVCache
+from kvx.kernels.interface import AttentionBackend, KVCache
 from kvx.engine.api import PAUSE, ChoiceTrace, EngineConfig, Pause, Request, Result, Usage
 from kvx.engine.block_manager import BlockManager
 from kvx.engine.cuda_graphs import decode_graphs_for
@@ -56,7 +56,13 @@ def resolve_attention(name: str, device: torch.device) -> str:
     return kernels.backend_name(name, device.type)
 
 
-def attach_backend(model: torch.nn.Module, name: str, device: torch.device | None = None) -> None:
+class PagedModel(Protocol):
+    """What the engine needs of a model family (kvx/models): its layers call `backend`'s kernels."""
+
+    backend: AttentionBackend
+
+
+def attach_backend(model: PagedModel, name: str, device: torch.device | None = None) -> None:
     """Point the model's attention at kernels.get_backend(name) (EngineConfig.attention).
 
     "auto" follows the model's device (resolve_attention): triton on CUDA, else the batched CPU
@@ -66,10 +72,7 @@ def attach_backend(model: torch.nn.Module, name: str, device: torch.device | Non
         backend = kernels.get_backend(name)
     except ValueError as e:
         raise ConfigError(f"{{option}}: {e}", option="attention") from None
-    if hasattr(model, "set_attention_backend"):
-        model.set_attention_backend(backend)
-    elif hasattr(model, "backend"):
-        model.backend = backend
+    model.backend = backend
 
 
 class Engine:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from kvx.engine.api import SamplingParams
 from kvx.prompts import Truncate
 
 ChoiceMode = Literal["greedy", "rank", "calibrated"]  # how closed choices are made (--choices)
@@ -13,7 +14,7 @@ CHOICE_MODES: tuple[ChoiceMode, ...] = get_args(ChoiceMode)
 
 @dataclass
 class JobSettings:
-    max_tokens: int = 256
+    max_tokens: int = SamplingParams.max_tokens  # output tokens a record may take (the engine's default)
     retries: int = 2
     retry_temperature: float = 0.7
     retry_top_p: float = 0.95
