@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema.refs import Document
+
 FORMATS = {"date": "a date YYYY-MM-DD", "date-time": "a date and time (ISO 8601)", "time": "a time HH:MM:SS",
            "email": "an email address", "uri": "a URI", "uuid": "a UUID"}
 TYPE_WORDS = {"string": "text", "integer": "integer", "number": "number", "boolean": "true or false",
@@ -24,19 +27,18 @@ def describe_fields(schema: dict) -> str:
 
 class _Describer:
     def __init__(self, root: dict):
-        self.root = root
+        self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor
 
     def resolve(self, node: Any, seen: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
         while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
-            ref = node["$ref"]
-            if ref in seen:
+            try:
+                target = self.doc.resolve(node["$ref"], "")
+            except UnsupportedSchema:  # points nowhere: nothing to describe
                 return {}, seen
-            seen = (*seen, ref)
-            target: Any = self.root
-            for part in ref[1:].split("/")[1:]:
-                part = part.replace("~1", "/").replace("~0", "~")
-                target = target.get(part, {}) if isinstance(target, dict) else {}
-            node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            if target in seen:
+                return {}, seen
+            seen = (*seen, target)
+            node = {**self.doc.at(target), **{k: v for k, v in node.items() if k != "$ref"}}
         return node, seen
 
     def lines(self, node: Any, depth: int, seen: tuple[str, ...]) -> list[str]:
