@@ -194,10 +194,10 @@ def value_choice(pda: TokenPDA, cid: int) -> ValueChoice | None:
 
 
 def _find(prog: _Program, c: int) -> ValueChoice | None:
-    if prog.accepting(c) or len(prog.live_bytes(c)) < 2:
+    if prog.accepting(c):
         return None
-    before = prog.entering_bytes(c)
-    if not (before == b'"' or all(b in VALUE_START for b in before)):
+    before = prog.entering_bytes(c)  # first: cheaper than the moves, and most points are inside values
+    if not (before == b'"' or all(b in VALUE_START for b in before)) or len(prog.live_bytes(c)) < 2:
         return None  # inside a value (a string's contents, a number): no whole value starts here
     walk = _Walk(prog)
     walk.run(c)
