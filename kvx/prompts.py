@@ -170,16 +170,17 @@ class PromptBuilder:
         return self._render(self.user_text(fields))
 
     def prompt_ids(self, fields: dict[str, Any]) -> list[int]:
-        text = self.user_text(fields)
-        if self._prefix_ids is None:
-            return self.tokenizer.encode(self._render(text))
-        return self._prefix_ids + self.tokenizer.encode(text + self._suffix)
+        return self._ids(self.user_text(fields))
 
     def content_free_ids(self, text: str) -> list[int]:
         """The prompt with every record field replaced by a content-free text ("N/A", ""), for
         contextual calibration (kvx/engine/calibration.py)."""
         user = text if self.spec.template is None else PLACEHOLDER.sub(
             lambda m: m.group(0)[0] if m.group(0) in ("{{", "}}") else text, self.spec.template)
+        return self._ids(user)
+
+    def _ids(self, user: str) -> list[int]:
+        """The prompt around one user message: the shared prefix's ids reused where it is one."""
         if self._prefix_ids is None:
             return self.tokenizer.encode(self._render(user))
         return self._prefix_ids + self.tokenizer.encode(user + self._suffix)
