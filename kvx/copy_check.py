@@ -54,6 +54,21 @@ def text_numbers(text: str) -> list[float]:
     return [float(m.replace(",", "")) for m in NUMBER.findall(text)]
 
 
+def in_text(value: str | float, lowered: str, numbers: list[float]) -> bool:
+    """Whether a text (lower-cased, and its numbers) holds the value: a string case-insensitively,
+    a number to the cent."""
+    if isinstance(value, str):
+        return value.strip().lower() in lowered
+    return any(abs(value - n) < CENT for n in numbers)
+
+
+def _same(value: Any, example: Any) -> bool:
+    """A record's value equal to an example's: strings case- and space-insensitively, numbers to the cent."""
+    if isinstance(value, str) and isinstance(example, str):
+        return value.strip().lower() == example.strip().lower()
+    return isinstance(value, (int, float)) and isinstance(example, (int, float)) and abs(value - example) < CENT
+
+
 class CopyCheck:
     def __init__(self, example_outputs: list[Any], schema: dict):
         listed = schema_strings(schema)
@@ -66,20 +81,9 @@ class CopyCheck:
 
     def copied(self, record: Any, text: str) -> list[str]:
         """Pointers of the record's values copied from an example and absent from its text."""
-        lowered, numbers = text.lower(), None
-        found = []
-        for path, v in leaves(record):
-            for ex in self.values.get(path, ()):
-                if isinstance(v, str) and isinstance(ex, str):
-                    if v.strip().lower() == ex.strip().lower() and v.strip().lower() not in lowered:
-                        found.append(path)
-                        break
-                elif isinstance(v, (int, float)) and isinstance(ex, (int, float)) and not isinstance(ex, bool):
-                    numbers = text_numbers(text) if numbers is None else numbers
-                    if abs(v - ex) < CENT and all(abs(v - n) >= CENT for n in numbers):
-                        found.append(path)
-                        break
-        return found
+        lowered, numbers = text.lower(), text_numbers(text)
+        return [path for path, v in leaves(record)
+                if any(_same(v, ex) for ex in self.values.get(path, ())) and not in_text(v, lowered, numbers)]
 
 
 MIN_COPY = 3  # characters of an example value's start a record may repeat before the guard steps in
@@ -94,12 +98,8 @@ class CopyGuard:
         self.text = text.lower()
         numbers = text_numbers(text)
         values = set()
-        for vals in check.values.values():
-            for v in vals:
-                if isinstance(v, str) and v.strip().lower() not in self.text:
-                    values.add(v.strip().lower())
-                elif not isinstance(v, str) and all(abs(v - n) >= CENT for n in numbers):
-                    values.update({f"{v:g}", str(v)})
+        for v in (v for vals in check.values.values() for v in vals if not in_text(v, self.text, numbers)):
+            values.update({v.strip().lower()} if isinstance(v, str) else {f"{v:g}", str(v)})
         self.values = [v for v in values if len(v) >= MIN_COPY]
         self.token_bytes = token_bytes
         self.vocab_hash = vocab_hash
