@@ -126,12 +126,8 @@ class _Program:
     def live_bytes(self, cid: int) -> bytes:
         hit = self._live.get(cid)
         if hit is None:
-            live = np.zeros(256, dtype=bool)
-            for s, _ in self.stacks(cid):
-                live |= self.trans[s] >= 0
-                for start, _ in self.pda.frames._calls.get(s, ()):
-                    live |= self.trans[start] >= 0
-            hit = self._live[cid] = bytes(b for b in np.flatnonzero(live).tolist() if self.step(cid, b) >= 0)
+            first = np.flatnonzero(self.pda.first_bytes(self.stacks(cid))).tolist()
+            hit = self._live[cid] = bytes(b for b in first if self.step(cid, b) >= 0)
         return hit
 
     def step(self, cid: int, b: int) -> int:

@@ -210,20 +210,24 @@ class TokenPDA:
         return out
 
     # ---- jump-forward ---------------------------------------------------------------------------
+    def first_bytes(self, stacks) -> np.ndarray:
+        """Bool [256]: bytes the top states take, in their frame or as a callee's first byte."""
+        trans = self.program.trans
+        live = np.zeros(256, dtype=bool)
+        for s, _ in stacks:
+            live |= trans[s] >= 0
+            for start, _ in self.frames._calls.get(s, ()):
+                live |= trans[start] >= 0
+        return live
+
     def forced_bytes(self, cid: int, cap: int = 4096) -> bytes:
         """The bytes every continuation from `cid` must write next (stops at a choice or the end)."""
         stacks = list(self.configs[cid].stacks)
         out = bytearray()
-        trans = self.program.trans
         while len(out) < cap:
             if any(node == 0 and self.program.final[s] for s, node in stacks):
                 break
-            live = np.zeros(256, dtype=bool)
-            for s, node in stacks:
-                live |= trans[s] >= 0
-                for start, _ in self.frames._calls.get(s, ()):
-                    live |= trans[start] >= 0
-            only = np.flatnonzero(live)
+            only = np.flatnonzero(self.first_bytes(stacks))
             if len(only) != 1:
                 break
             out.append(int(only[0]))
