@@ -126,7 +126,7 @@ def read_csv(f: BinaryIO, id_field: str = "id") -> Iterator[InputRecord]:
     else:
         problem = "not valid CSV (a quote opened in the header is never closed)" if lines.cut and header else None
     if problem:  # without a header no row can be read: one error row says why
-        yield InputRecord(0, "1", "line 1", None, problem)
+        yield _record(0, 1, "line 1", None, problem, id_field)
     if problem or header is None:  # header is None: an empty file
         return
     number = 0
@@ -138,7 +138,7 @@ def read_csv(f: BinaryIO, id_field: str = "id") -> Iterator[InputRecord]:
             return
         except csv.Error as e:  # a NUL byte, a cell over the size limit
             number += 1
-            yield InputRecord(number - 1, str(number), f"row {number}", None, f"not valid CSV ({e})")
+            yield _record(number - 1, number, f"row {number}", None, f"not valid CSV ({e})", id_field)
             continue
         if not cells:
             continue  # a blank line
@@ -193,7 +193,7 @@ def _csv_record(number: int, header: list[str], cells: list[str], id_field: str)
     where = f"row {number}"
     row = {name: cells[i] if i < len(cells) else None for i, name in enumerate(header)}
     if any(_has_surrogates(k) or _has_surrogates(v) for k, v in row.items()):
-        return InputRecord(number - 1, str(number), where, None, "not valid UTF-8")
+        return _record(number - 1, number, where, None, "not valid UTF-8", id_field)
     return _record(number - 1, number, where, row, None, id_field)
 
 
