@@ -10,8 +10,9 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
 
   json-*     the schema's JSON in the system message (kvx's prompt before issue 17)
   fields-*   the schema as a readable field list (`--schema-style fields`)
-  *-greedy / *-rank / *-calibrated   `--choices`: first-token argmax; whole values ranked by
-             total log-probability; ranked against a content-free prompt (contextual calibration)
+  *-greedy / *-rank / *-calibrated / *-channel   `--choices`: first-token argmax; whole values
+             ranked by total log-probability; ranked against a content-free prompt (contextual
+             calibration); calibrated plus log p(text | "field: value") for enum fields (kvx/channel.py)
   example-*  one worked example (`--examples benchmarks/data/complaint_example.jsonl`, an invented
              complaint): `-before` as kvx was (old prompt, greedy choices, `--no-copy-guard`),
              `-after` with the defaults
@@ -55,7 +56,7 @@ class Run:
 
 
 RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode])
-        for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated")]
+        for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated", "channel")]
 RUNS += [Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--no-copy-guard",
                                  "--examples", str(EXAMPLE)], True),
          Run("example-after", ["--examples", str(EXAMPLE)], True)]

@@ -36,7 +36,8 @@ def extract(
     no_schema_prompt: bool = typer.Option(False, "--no-schema-prompt", help="Do not describe the schema in the prompt."),
     schema_style: str = typer.Option(PromptSpec.schema_style, help="Schema in the prompt: fields (a readable list) or json."),
     choices: str = typer.Option(JobSettings.choices, help="Closed choices (enums, true/false, null or a value): greedy, "
-                                "rank (whole values by likelihood) or calibrated (rank against a content-free prompt)."),
+                                "rank (whole values by likelihood), calibrated (rank against a content-free prompt) or channel "
+                                "(calibrated, plus how likely the text is under each value of an enum field)."),
     truncate: str = typer.Option(JobSettings.truncate, help="A text too long for the context: none (error row), or keep its "
                                  "head, tail or middle (both ends)."),
     copy_guard: bool = typer.Option(JobSettings.copy_guard, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "

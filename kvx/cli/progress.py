@@ -72,6 +72,7 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "shared_prefix_tokens": shared_prefix_tokens,
         "choices": settings.choices,
         "calibration_points": outcome.calibration_points,
+        "channel_requests": outcome.channel_requests,
         "truncate": settings.truncate,
         "truncated_records": outcome.truncated_records,
         "truncated_tokens": outcome.truncated_tokens,

@@ -193,7 +193,8 @@ class FleetEngine:
                 continue
             self._out_tokens += w.usage.generated_tokens
             self._out_seen += 1
-            yield Result(req.id, w.token_ids, w.text, w.finish_reason, w.usage, w.error, req.user_data, w.choices)
+            yield Result(req.id, w.token_ids, w.text, w.finish_reason, w.usage, w.error, req.user_data, w.choices,
+                         w.prompt_logprob)
 
     def _lose(self, r: int, reason: str) -> None:
         """Re-queue what replica r held, then hand its queue to the others."""

@@ -40,6 +40,7 @@ class WireResult:
     usage: Usage
     error: str | None
     choices: list[ChoiceTrace] = field(default_factory=list)
+    prompt_logprob: float | None = None  # a scoring request's
 
 
 @dataclass
@@ -154,7 +155,7 @@ class ReplicaWorker:
         with self._cv:
             box = self._box
             box.finished.append(WireResult(r.user_data, list(r.token_ids), r.text, r.finish_reason, r.usage, r.error,
-                                             r.choices))
+                                             r.choices, r.prompt_logprob))
             box.in_engine -= 1
             box.done += 1
             if not box.in_engine and box.busy_since is not None:

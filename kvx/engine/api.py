@@ -73,6 +73,9 @@ class SamplingParams:
     # greedy only: at a closed set of values the grammar allows, score each whole value and append
     # the best (kvx/engine/choices.py); needs a constraint with complete_values()
     rank_choices: bool = False
+    # a scoring request (vLLM's prompt_logprobs, summed): nothing is generated; the result's
+    # prompt_logprob is the sum of log p(prompt[i] | prompt[:i]) for i >= score_from (unmasked model)
+    score_from: int | None = None
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Result:
     error: str | None = None  # one-line message when finish_reason == "error"
     user_data: Any = None
     choices: list[ChoiceTrace] = field(default_factory=list)  # ranked choices made, in order
+    prompt_logprob: float | None = None  # a scoring request's (SamplingParams.score_from)
 
 
 Dtype = Literal["auto", "float32", "bfloat16"]  # the weights' dtype; auto: bfloat16 where it is fast

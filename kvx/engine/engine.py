@@ -2,7 +2,8 @@
 
 The step loop: pull requests lazily (at most max_queued waiting), schedule a step, run the model,
 sample (grammar mask first, jump-forward appends after; a draft is cut back to what the logits
-confirm; a ranked choice scores its values, choices.py), publish full blocks to the radix cache,
+confirm; a ranked choice scores its values, choices.py; a scoring request sums its prompt's
+log-probabilities), publish full blocks to the radix cache,
 draft for the next step (speculation.py) and yield the sequences that finished.
 """
 from __future__ import annotations
@@ -124,6 +125,9 @@ class Engine:
             return f"request {req.id}: prompt has {n} tokens but the model context is {self.max_model_len}"
         if min(req.prompt_ids) < 0 or max(req.prompt_ids) >= self.vocab_size:
             return f"request {req.id}: prompt holds a token id outside the vocabulary (0..{self.vocab_size - 1})"
+        score_from = req.sampling.score_from
+        if score_from is not None and not 1 <= score_from < n:
+            return f"request {req.id}: score_from is {score_from}; a prompt of {n} tokens scores from 1 to {n - 1}"
         need_tokens = min(n + req.sampling.max_tokens, self.max_model_len)
         need = -(-need_tokens // self.blocks.block_size)
         if need > self.blocks.num_blocks:
@@ -188,22 +192,27 @@ class Engine:
 
     def _route(self, owners: list[Sequence | Fork], counts: list[int], logits: torch.Tensor) -> list[Sequence]:
         """Sequences' rows are sampled; forks' rows score their values, and choices whose forks are
-        all back are settled."""
-        if not any(isinstance(o, Fork) for o in owners):
+        all back are settled; scoring requests' rows add to their sums (done once all is computed)."""
+        if not any(isinstance(o, Fork) or o.scoring for o in owners):
             return self._sample(owners, counts, logits)
-        rows, seqs, seq_counts, settled, first = [], [], [], [], 0
+        rows, seqs, seq_counts, settled, scored, first = [], [], [], [], [], 0
         for owner, n in zip(owners, counts):
             if isinstance(owner, Fork):
                 owner.score(logits[first:first + n])
                 self.metrics.choice_fork_tokens += n
                 if owner.parent.choice.ready:
                     settled.append(owner.parent)
+            elif owner.scoring:
+                owner.add_scores(logits[first:first + n])
+                if owner.num_computed >= owner.num_tokens:
+                    owner.finish("stop")
+                    scored.append(owner)
             else:
                 rows.extend(range(first, first + n))
                 seqs.append(owner)
                 seq_counts.append(n)
             first += n
-        done = self._sample(seqs, seq_counts, logits[rows]) if seqs else []
+        done = (self._sample(seqs, seq_counts, logits[rows]) if seqs else []) + scored
         for seq in settled:
             self._settle(seq)
             if seq.finish_reason is not None:
@@ -341,4 +350,4 @@ class Engine:
             self.metrics.requests_failed += 1
         text = self.tokenizer.decode(out) if out else ""
         return Result(seq.request.id, out, text, seq.finish_reason, seq.usage, seq.error, seq.request.user_data,
-                      seq.choices_made)
+                      seq.choices_made, seq.prompt_logprob if seq.scoring else None)

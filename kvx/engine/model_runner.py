@@ -3,7 +3,8 @@
 For each scheduled sequence the step computes token_ids[num_computed : num_computed + n]; their
 rows are laid out back to back (the varlen layout of kvx.kernels.interface). Logits are requested only
 for sequences whose chunk reaches the end of their tokens: those get a token sampled (a sequence
-with a draft gets one more row per drafted token to confirm, Sequence.logit_positions).
+with a draft gets one more row per drafted token to confirm, Sequence.logit_positions); a scoring
+request gets a row for every prompt token it scores, in each of its chunks.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 from kvx.kernels.interface import AttentionMetadata, KVCache, padded_tables
 from kvx.engine.cuda_graphs import DecodeGraphs
 from kvx.engine.scheduler import ScheduledStep
+from kvx.engine.sequence import Sequence
 
 
 class ModelRunner:
@@ -31,9 +33,14 @@ class ModelRunner:
         query_lens, seq_lens, tables, sampled, rows, counts = [], [], [], [], [], []
         for i, (seq, n) in enumerate(zip(step.seqs, step.num_tokens)):
             start = seq.num_computed
-            if start + n == seq.num_tokens:
-                sampled.append(i)
+            wanted = None
+            if isinstance(seq, Sequence) and seq.scoring:  # every chunk scores its tokens
+                wanted = seq.score_positions(start, n)
+                wanted = wanted if wanted or start + n == seq.num_tokens else None
+            elif start + n == seq.num_tokens:
                 wanted = seq.logit_positions()
+            if wanted is not None:
+                sampled.append(i)
                 rows.extend(len(ids) + p - start for p in wanted)
                 counts.append(len(wanted))
             ids.extend(seq.token_ids[start : start + n])

@@ -220,13 +220,14 @@ class Scheduler:
     def _match(self, seq: Sequence):
         if self.cache is None:
             return [], None
-        return self.cache.match(seq.token_ids, (seq.num_tokens - 1) // self.bs)
+        limit = seq.num_tokens - 1 if not seq.scoring else seq.scored_upto - 1  # unscored tokens are computed
+        return self.cache.match(seq.token_ids, limit // self.bs)
 
     def _should_wait_for(self, seq: Sequence, cached_blocks: int) -> bool:
         prev = self._last_admitted
         if self.cache is None or prev is None or prev.status is not Status.RUNNING or not prev.in_prefill:
             return False
-        if cached_blocks >= (seq.num_tokens - 1) // self.bs:
+        if seq.scoring or cached_blocks >= (seq.num_tokens - 1) // self.bs:
             return False  # nothing more of seq could come from the cache
         limit = (cached_blocks + 1) * self.bs
         return common_prefix(seq.token_ids, prev.token_ids, limit) >= limit

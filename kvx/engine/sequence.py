@@ -28,7 +28,7 @@ class Sequence:
         "request", "seq_no", "token_ids", "num_prompt", "num_computed", "block_table",
         "num_cached_blocks", "cache_node", "status", "usage", "matcher", "generator", "stop_ids",
         "finish_reason", "error", "admitted", "recomputes", "draft", "draft_masks", "lookup", "lookup_upto",
-        "choice", "choices_made",
+        "choice", "choices_made", "scored_upto", "prompt_logprob",
     )
 
     def __init__(self, request: Request, seq_no: int, stop_ids: frozenset[int]):
@@ -55,6 +55,10 @@ class Sequence:
         self.lookup_upto = 0
         self.choice: Any = None  # a PendingChoice while its values are scored (kvx/engine/choices.py)
         self.choices_made: list[ChoiceTrace] = []
+        # a scoring request: the next prompt token to score, the sum so far (kept over a recompute,
+        # so a token is counted once)
+        self.scored_upto: int | None = request.sampling.score_from
+        self.prompt_logprob = 0.0
 
     # --- views -------------------------------------------------------------------------------
     @property
@@ -87,6 +91,27 @@ class Sequence:
         draft also the position before each drafted token the logits confirm."""
         first = self.num_tokens - len(self.draft) - 1
         return [first + j for j, check in enumerate(self.draft) if check] + [self.num_tokens - 1]
+
+    @property
+    def scoring(self) -> bool:
+        return self.scored_upto is not None
+
+    def score_positions(self, start: int, n: int) -> list[int]:
+        """A scoring request's chunk [start, start + n): the positions whose logits score a prompt
+        token not yet scored (position p scores token p + 1)."""
+        first = max(start, self.scored_upto - 1)
+        return list(range(first, min(start + n, self.num_tokens - 1)))
+
+    def add_scores(self, rows: torch.Tensor) -> None:
+        """rows [m, vocab]: the logits of the chunk's score_positions (model probabilities, no mask).
+        They start at scored_upto - 1: the cache never serves a scoring request's unscored tokens."""
+        m = rows.shape[0]
+        if m:
+            first = self.scored_upto
+            nxt = torch.tensor(self.token_ids[first:first + m], dtype=torch.int64, device=rows.device)
+            logp = torch.log_softmax(rows.float(), dim=-1)
+            self.prompt_logprob += float(logp.gather(1, nxt[:, None]).sum())
+            self.scored_upto = first + m
 
     @property
     def max_new(self) -> int:

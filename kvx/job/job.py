@@ -7,12 +7,15 @@ committed, the rest is left for `--resume`. So does a write that fails (disk ful
 the job stops, keeps what was committed and reports the failure in its outcome.
 
 The greedy first try ranks closed choices (`--choices`, kvx/engine/choices.py); with `calibrated`
-the job first decodes the content-free prompts that calibrate them (kvx/engine/calibration.py).
+the job first decodes the content-free prompts that calibrate them (kvx/engine/calibration.py);
+`channel` also scores each record's text under every value of its enum fields (kvx/channel.py),
+in windows of CHANNEL_WINDOW records: a window's scoring requests run, then its records.
 A record text too long for the context is cut (`--truncate`) or becomes an error row. With
 `--examples`, ok records are checked for values copied from the examples (kvx/copy_check.py).
 """
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -22,14 +25,18 @@ from kvx.job.settings import JobSettings
 from kvx.job.runtime import Runtime
 from kvx.job.sink import RowSink
 from kvx.job.validation import RecordChecker
+from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, scoring_requests
 from kvx.copy_check import CopyCheck, CopyGuard
-from kvx.engine.api import Constraint, Request, Result, SamplingParams
+from kvx.engine.api import ChoiceHook, Constraint, Request, Result, SamplingParams
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
 from kvx.errors import KvxError, OutputClosed, OutputError
 from kvx.io.done_rows import DoneRows
 from kvx.io.readers import InputSource
 from kvx.io.records import InputRecord, OutputRow, RowUsage
 from kvx.prompts import MIN_ROOM, PromptBuilder, PromptError
+
+CHANNEL_WINDOW = 128  # records scored, then decoded, together (--choices channel)
+
 
 @dataclass
 class Attempt:
@@ -38,7 +45,8 @@ class Attempt:
     max_tokens: int
     number: int = 0  # 0 = the greedy first try
     usage: RowUsage = field(default_factory=RowUsage)
-    text: str = ""  # the record's text, kept only to check copies from --examples
+    text: str = ""  # the record's text, kept only to check copies from --examples or for channel scores
+    hook: ChoiceHook | None = None  # its own (channel scores); None: the job's (calibration)
 
 
 @dataclass
@@ -53,6 +61,7 @@ class JobOutcome:
     copying_records: int = 0  # ok records holding a value copied from --examples their text lacks
     copied_fields: Counter = field(default_factory=Counter)  # pointer -> records copying it there
     calibration_points: int = 0  # decision points the content-free runs calibrated
+    channel_requests: int = 0  # scoring requests run for --choices channel
 
 
 class Job:
@@ -67,23 +76,27 @@ class Job:
         self.calibration: ContextualCalibration | None = None
         self._retry: deque[Attempt] = deque()
         self._records = iter(source.records)
+        self._attempts = self._fresh()
         self._constraints: dict[int, Callable[[], Constraint] | None] = {}  # max_tokens -> constraint factory
         self._figures_started = False  # the engine's figures were reset for this job (its first run)
+        self._exhausted = False  # every input record has been read
+        self._channel = enum_fields(checker.validator.schema) if settings.choices == "channel" else []
 
     def run(self) -> JobOutcome:
         try:
-            if self.settings.choices == "calibrated":
+            if self.settings.choices in ("calibrated", "channel"):
                 self._calibrate()
             while True:
                 # one job, one set of figures: the calibration run and the retry rounds add up
-                results = self.runtime.engine.generate(self._requests(), reset_metrics=not self._figures_started)
+                requests = self._window() if self._channel else self._requests()
+                results = self.runtime.engine.generate(requests, reset_metrics=not self._figures_started)
                 self._figures_started = True
                 try:
                     for result in results:
                         self._finish(result)
                 finally:
                     getattr(results, "close", lambda: None)()
-                if not self._retry:  # input exhausted and no retry pending
+                if self._exhausted and not self._retry:
                     break
         except KeyboardInterrupt:
             self.outcome.interrupted = True
@@ -118,17 +131,41 @@ class Job:
             self._constraints[max_tokens] = self.runtime.constraint(max_tokens)
         return self._constraints[max_tokens]
 
+    def _fresh(self) -> Iterator[Attempt]:
+        """Input records admitted as first attempts, pulled lazily (error rows are written here)."""
+        for record in self._records:
+            attempt = self._admit(record)
+            if attempt is not None:
+                yield attempt
+        self._exhausted = True
+
     def _requests(self) -> Iterator[Request]:
         """Retries first (they block rows from finishing), then fresh input, pulled lazily."""
         while True:
             while self._retry:
                 yield self._request(self._retry.popleft())
-            record = next(self._records, None)
-            if record is None:
+            attempt = next(self._attempts, None)
+            if attempt is None:
                 return
-            attempt = self._admit(record)
-            if attempt is not None:
-                yield self._request(attempt)
+            yield self._request(attempt)
+
+    def _window(self) -> list[Request]:
+        """--choices channel: the pending retries, then the next CHANNEL_WINDOW records, whose
+        scoring requests run first (each record's ChannelHook holds its scores)."""
+        retries = [self._request(self._retry.popleft()) for _ in range(len(self._retry))]
+        fresh = list(itertools.islice(self._attempts, CHANNEL_WINDOW))  # fewer: _fresh has set _exhausted
+        self._score_channel(fresh)
+        return retries + [self._request(a) for a in fresh]
+
+    def _score_channel(self, attempts: list[Attempt]) -> None:
+        tokenizer, context = self.builder.tokenizer, self.runtime.max_model_len
+        reqs = [r for a in attempts for r in scoring_requests(self._channel, tokenizer, a.text, str(a.record.index), context)]
+        self.outcome.channel_requests += len(reqs)
+        results = self.runtime.engine.generate(reqs, reset_metrics=not self._figures_started)
+        self._figures_started = True
+        scores = collect(self._channel, results)
+        for a in attempts:
+            a.hook = ChannelHook(self._channel, scores.get(str(a.record.index), ChannelScores()), self.calibration)
 
     def _admit(self, record: InputRecord) -> Attempt | None:
         self.outcome.read += 1
@@ -141,7 +178,8 @@ class Job:
         try:
             ids = self.builder.prompt_ids(record.fields)
             ids, cut = self._fit(record, ids)
-            text = self.builder.user_text(record.fields) if self.copy_check is not None else ""
+            keep_text = self.copy_check is not None or self._channel
+            text = self.builder.user_text(record.fields) if keep_text else ""
         except PromptError as e:
             return self._fail(record, str(e))
         except (TypeError, ValueError, UnicodeError, RecursionError) as e:  # what a tokenizer raises on odd text
@@ -181,7 +219,8 @@ class Job:
             sampling.seed = zlib.crc32(f"{s.seed}:{attempt.record.id}:{attempt.number}".encode())
         return Request(id=f"{attempt.record.index}.{attempt.number}", prompt_ids=attempt.prompt_ids,
                        sampling=sampling, constraint=self._constraint(attempt.max_tokens),
-                       choice_hook=self.calibration, token_veto=self._guard(attempt), user_data=attempt)
+                       choice_hook=attempt.hook or self.calibration, token_veto=self._guard(attempt),
+                       user_data=attempt)
 
     def _guard(self, attempt: Attempt) -> CopyGuard | None:
         """With --examples and a grammar (whose vocabulary spells the tokens): no example values."""

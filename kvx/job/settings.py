@@ -8,7 +8,7 @@ from typing import Literal, get_args
 from kvx.engine.api import SamplingParams
 from kvx.prompts import Truncate
 
-ChoiceMode = Literal["greedy", "rank", "calibrated"]  # how closed choices are made (--choices)
+ChoiceMode = Literal["greedy", "rank", "calibrated", "channel"]  # how closed choices are made (--choices)
 CHOICE_MODES: tuple[ChoiceMode, ...] = get_args(ChoiceMode)
 
 
@@ -19,6 +19,6 @@ class JobSettings:
     retry_temperature: float = 0.7
     retry_top_p: float = 0.95
     seed: int = 0
-    choices: ChoiceMode = "calibrated"
+    choices: ChoiceMode = "channel"
     truncate: Truncate = "none"
     copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)

@@ -19,7 +19,7 @@ CHOICES = {  # every option with a closed set of values: where its Literal is de
     "KV_DTYPES": (("auto", "float32", "bfloat16", "float16", "int8"), "kvx/engine/api.py"),
     "ATTENTION": (("auto", "torch", "triton"), "kvx/engine/api.py"),
     "WHITESPACE": (("compact", "flexible"), "kvx/grammar/options.py"),
-    "CHOICE_MODES": (("greedy", "rank", "calibrated"), "kvx/job/settings.py"),
+    "CHOICE_MODES": (("greedy", "rank", "calibrated", "channel"), "kvx/job/settings.py"),
     "TRUNCATE_MODES": (("none", "head", "tail", "middle"), "kvx/prompts.py"),
     "SCHEMA_STYLES": (("fields", "json"), "kvx/prompts.py"),
 }

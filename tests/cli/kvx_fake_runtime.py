@@ -94,6 +94,11 @@ class FakeEngine:
                 yield from self._finish(reversed(window))
                 window = []
                 continue
+            if request.sampling.score_from is not None:  # --choices channel: a score, at once
+                usage = Usage(prompt_tokens=len(request.prompt_ids))
+                yield Result(request.id, [], "", "stop", usage, user_data=request.user_data,
+                             prompt_logprob=-float(sum(request.prompt_ids[request.sampling.score_from:]) % 97))
+                continue
             self.seen_requests.append(request)
             window.append(request)
             if len(window) == 4:

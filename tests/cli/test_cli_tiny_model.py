@@ -28,7 +28,7 @@ def real_engine(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("KVX_CACHE", str(tmp_path_factory.getbasetemp() / "kvx-cache"))
 
 
-@pytest.mark.parametrize("choices", ["greedy", "rank", "calibrated"])
+@pytest.mark.parametrize("choices", ["greedy", "rank", "calibrated", "channel"])
 def test_choices_truncate_and_examples_on_a_tiny_model(tmp_path, tiny_gguf, choices):
     (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
     texts = ["abc", "x" * 900 + "END", "hello", "y" * 700, "q"]  # one token a character: two exceed the context
@@ -48,4 +48,5 @@ def test_choices_truncate_and_examples_on_a_tiny_model(tmp_path, tiny_gguf, choi
     assert [r["usage"]["truncated_tokens"] > 0 for r in rows] == [False, True, False, True, False]
     assert s["truncated_records"] == 2 and s["truncated_tokens"] == sum(r["usage"]["truncated_tokens"] for r in rows)
     assert (s["engine"]["ranked_choices"] > 0) == (choices != "greedy")
-    assert (s["calibration_points"] > 0) == (choices == "calibrated")
+    assert (s["calibration_points"] > 0) == (choices in ("calibrated", "channel"))
+    assert s["channel_requests"] == (3 * len(texts) if choices == "channel" else 0)  # kind: 3 values a record

@@ -48,8 +48,10 @@ def test_every_record_assigned_and_written_once(cluster, tmp_path):
     assert all(r["status"] == "ok" for r in rows)
     reps = stats["engine"]["replicas"]
     assert [r["replica"] for r in reps] == [0, 1] and all(r["requests_done"] > 0 for r in reps)
-    # the content-free prompts of --choices calibrated run first, through the fleet too
-    assert sum(r["requests_done"] for r in reps) == len(ids) + len(CONTENT_FREE_TEXTS)
+    # the content-free prompts of the calibration and the channel's scoring requests (13 enum values
+    # a ticket) run first, through the fleet too
+    assert stats["channel_requests"] == 13 * len(ids)
+    assert sum(r["requests_done"] for r in reps) == len(ids) + len(CONTENT_FREE_TEXTS) + stats["channel_requests"]
     plan = stats["engine"]["fleet"]["plans"][-1]
     assert plan["requests"] == len(ids) and plan["replicas"] == 2
 

@@ -44,4 +44,5 @@ def test_two_replicas_give_the_records_of_one(cluster, tmp_path, monkeypatch):
     # calibrated choices: the table learned through the fleet covers the points the local one does,
     # and both report every ranked choice of the job, calibration run included (same records: same choices)
     assert fleet["calibration_points"] == local["calibration_points"] > 0
+    assert fleet["channel_requests"] == local["channel_requests"] == 8 * 13  # --choices channel: 13 enum values
     assert fleet["engine"]["ranked_choices"] == local["engine"]["ranked_choices"] > 0

@@ -1,0 +1,134 @@
+"""Noisy-channel scores for a schema's enum fields (`--choices channel`).
+
+A small model asked "which product is this complaint about?" leans to a few labels whatever the
+text says (contextual calibration, kvx/engine/calibration.py, takes out the lean it shows on an
+empty text). The channel direction asks the other way round: how likely is the record's text after
+a line naming each value, log p(text | "{field}: {value}")? Every value then has to explain the
+whole text, not win one token (Min et al. 2022, "Noisy Channel Language Model Prompting"). Each
+record costs one scoring request per value (its first CHANNEL_TOKENS text tokens, teacher-forced:
+SamplingParams.score_from), run before the record is decoded; at the field's ranked choice the
+value's score adds CHANNEL_WEIGHT x its channel log-probability (normalised over the values) to
+the calibrated one.
+
+Fields scored: the schema's top-level properties whose `enum` lists 2 to MAX_VALUES strings.
+A choice point is matched to a field by its values (the spellings the grammar offers there).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Protocol
+
+from kvx.engine.api import ChoiceHook, Request, SamplingParams
+
+CHANNEL_TOKENS = 64  # text tokens scored per value: the start of a text names its subject (96: no better)
+CHANNEL_WEIGHT = 0.25  # channel log-probability against the calibrated score (tuned on ../shared/eval)
+MAX_VALUES = 16  # enums longer than this cost too many scoring requests per record
+TEMPLATE = "{name}: {value}\n"  # the line before the record text, per value (the field's own words)
+
+
+@dataclass(frozen=True)
+class EnumField:
+    name: str
+    values: tuple[str, ...]
+
+    @cached_property
+    def spellings(self) -> dict[bytes, int]:
+        """Each value's bytes as a choice point may offer them (inside its quotes, or with them)."""
+        out: dict[bytes, int] = {}
+        for i, v in enumerate(self.values):
+            quoted = json.dumps(v, ensure_ascii=False)
+            out[quoted[1:-1].encode()] = i
+            out[quoted.encode()] = i
+        return out
+
+
+def enum_fields(schema: object) -> list[EnumField]:
+    """The top-level properties the channel scores (see the module docstring)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    out = []
+    for name, sub in (props or {}).items():
+        values = sub.get("enum") if isinstance(sub, dict) else None
+        if (isinstance(values, list) and 2 <= len(values) <= MAX_VALUES
+                and all(isinstance(v, str) for v in values) and len(set(values)) == len(values)):
+            out.append(EnumField(name, tuple(values)))
+    return out
+
+
+class Encoder(Protocol):  # what the channel needs of a tokenizer
+    def encode(self, text: str) -> list[int]: ...
+
+
+@dataclass
+class ChannelScores:
+    """One record's log p(text | value) per field and value (a field missing: not scored)."""
+
+    fields: dict[str, list[float]] = field(default_factory=dict)
+
+
+def scoring_requests(fields: list[EnumField], tokenizer: Encoder, text: str, key: str,
+                     context: int) -> list[Request]:
+    """One scoring request per field and value for the record `key`; user_data = (key, field, value
+    index). Prompts that would not fit `context` are left out (their field stays unscored)."""
+    text_ids = tokenizer.encode(" " + text)[:CHANNEL_TOKENS]
+    if not text_ids:
+        return []
+    out = []
+    for f in fields:
+        for i, v in enumerate(f.values):
+            prefix = tokenizer.encode(TEMPLATE.format(name=f.name, value=v))
+            if len(prefix) + len(text_ids) < context:
+                out.append(Request(f"{key}/channel/{f.name}/{i}", prefix + text_ids,
+                                   SamplingParams(max_tokens=0, score_from=len(prefix)), user_data=(key, f.name, i)))
+    return out
+
+
+def collect(fields: list[EnumField], results) -> dict[str, ChannelScores]:
+    """Scoring results -> each record's scores; a field is kept only where every value was scored."""
+    sizes = {f.name: len(f.values) for f in fields}
+    got: dict[str, dict[str, dict[int, float]]] = {}
+    for r in results:
+        key, name, i = r.user_data
+        if r.prompt_logprob is not None:
+            got.setdefault(key, {}).setdefault(name, {})[i] = r.prompt_logprob
+    out = {}
+    for key, per_field in got.items():
+        out[key] = ChannelScores({name: [s[i] for i in range(sizes[name])]
+                                  for name, s in per_field.items() if len(s) == sizes[name]})
+    return out
+
+
+@dataclass
+class ChannelHook:
+    """A ChoiceHook: the base hook's scores (calibration, or the log-probabilities as they are),
+    plus CHANNEL_WEIGHT x the normalised channel log-probability where the point is a scored field.
+    Plain data, so it travels to Ray replicas with its request."""
+
+    fields: list[EnumField]
+    scores_of: ChannelScores
+    base: ChoiceHook | None = None
+    used: int = 0  # decisions the channel took part in
+
+    def scores(self, key: tuple, labels: list[bytes], logprobs: list[float]) -> list[float]:
+        out = self.base.scores(key, labels, logprobs) if self.base is not None else list(logprobs)
+        channel = self._channel(labels)
+        if channel is None:
+            return out
+        self.used += 1
+        return [s + CHANNEL_WEIGHT * c for s, c in zip(out, channel)]
+
+    def _channel(self, labels: list[bytes]) -> list[float] | None:
+        """The normalised channel log-probabilities of `labels`, or None where no scored field
+        offers exactly these values (the open rest b"" or an unknown value: not a field's point)."""
+        for f in self.fields:
+            lp = self.scores_of.fields.get(f.name)
+            spelled = f.spellings
+            if lp is None or not all(label in spelled for label in labels):
+                continue
+            raw = [lp[spelled[label]] for label in labels]
+            top = max(raw)
+            norm = top + math.log(sum(math.exp(x - top) for x in raw))
+            return [x - norm for x in raw]
+        return None

@@ -1,0 +1,88 @@
+"""Noisy-channel scores (kvx/channel.py): which fields are scored, the scoring prompts, and how a
+record's hook moves a ranked choice (against a reference computed here with numpy)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvx.channel import (CHANNEL_TOKENS, CHANNEL_WEIGHT, ChannelHook, ChannelScores, EnumField, collect, enum_fields,
+                         scoring_requests)
+from kvx.engine.api import Result, Usage
+
+
+class ByteTokenizer:
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode())
+
+
+class PlusOne:  # a base hook (the calibration's place): moves every score
+    def scores(self, key, labels, logprobs):
+        return [x + 1.0 for x in logprobs]
+
+
+KIND = EnumField("kind", ("alpha", "beta", "gamma ray"))
+
+
+def test_only_top_level_string_enums_of_a_few_values_are_scored():
+    schema = {"type": "object", "properties": {
+        "kind": {"enum": list(KIND.values)},
+        "mixed": {"enum": ["a", 1]},
+        "single": {"enum": ["only"]},
+        "many": {"enum": [f"v{i}" for i in range(40)]},
+        "free": {"type": "string"},
+        "nested": {"type": "object", "properties": {"x": {"enum": ["p", "q"]}}},
+    }}
+    assert enum_fields(schema) == [KIND]
+    assert enum_fields({"type": "array"}) == [] and enum_fields(True) == []
+
+
+def test_scoring_prompts_name_field_and_value_then_the_text_start():
+    text = "z" * (CHANNEL_TOKENS + 50)
+    reqs = scoring_requests([KIND], ByteTokenizer(), text, "7", context=512)
+    assert [r.user_data for r in reqs] == [("7", "kind", i) for i in range(3)]
+    for r, v in zip(reqs, KIND.values):
+        prefix = list(f"kind: {v}\n".encode())
+        assert r.prompt_ids == prefix + list((" " + text).encode())[:CHANNEL_TOKENS]
+        assert r.sampling.score_from == len(prefix) and r.sampling.max_tokens == 0
+    longest = len("kind: gamma ray\n") + CHANNEL_TOKENS
+    fits = scoring_requests([KIND], ByteTokenizer(), text, "7", context=longest)  # a prompt must leave room
+    assert [r.user_data[2] for r in fits] == [0, 1]
+    assert scoring_requests([KIND], ByteTokenizer(), "", "7", context=512) != []  # " " is a text token
+
+
+def _result(key, name, i, lp):
+    return Result(f"{key}/{name}/{i}", [], "", "stop" if lp is not None else "error", Usage(), user_data=(key, name, i),
+                  prompt_logprob=lp)
+
+
+def test_collect_keeps_a_field_only_when_every_value_was_scored():
+    results = [_result("1", "kind", i, -float(i)) for i in range(3)] + [_result("2", "kind", 0, -1.0),
+                                                                        _result("2", "kind", 1, None)]
+    got = collect([KIND], results)
+    assert got["1"].fields == {"kind": [0.0, -1.0, -2.0]} and got["2"].fields == {}
+
+
+def test_the_hook_adds_the_weighted_normalised_channel_at_the_fields_point():
+    channel = [-40.0, -43.0, -41.5]  # log p(text | value) per value of KIND
+    hook = ChannelHook([KIND], ChannelScores({"kind": channel}), PlusOne())
+    labels = [b"gamma ray", b"alpha", b"beta"]  # the grammar's order, not the schema's
+    logprobs = [-3.0, -0.5, -1.0]
+    raw = np.array([channel[2], channel[0], channel[1]])
+    want = np.array(logprobs) + 1.0 + CHANNEL_WEIGHT * (raw - np.logaddexp.reduce(raw))
+    assert hook.scores(("k",), labels, logprobs) == pytest.approx(want.tolist())
+    # a point of another field (null or a value) only gets the base hook
+    assert hook.scores(("n",), [b"null", b""], [-1.0, -2.0]) == [0.0, -1.0]
+    # values offered with their quotes, a subset of them: normalised over those offered
+    sub = np.array([channel[1], channel[0]])
+    got = hook.scores(("q",), [b'"beta"', b'"alpha"'], [-1.0, -2.0])
+    assert got == pytest.approx((np.array([0.0, -1.0]) + CHANNEL_WEIGHT * (sub - np.logaddexp.reduce(sub))).tolist())
+    assert hook.used == 2
+
+
+def test_the_channel_can_overturn_the_base_choice():
+    """A value the text is far likelier under wins although its direct score is lower."""
+    hook = ChannelHook([KIND], ChannelScores({"kind": [-60.0, -20.0, -60.0]}))
+    scores = hook.scores(("k",), [b"alpha", b"beta", b"gamma ray"], [-0.2, -2.5, -3.0])
+    assert int(np.argmax(scores)) == 1
+    unscored = ChannelHook([KIND], ChannelScores())  # the record's scoring failed: the base decides
+    assert unscored.scores(("k",), [b"alpha", b"beta"], [-0.2, -2.5]) == [-0.2, -2.5]
