@@ -10,7 +10,8 @@ SamplingParams.score_from), run before the record is decoded; at the field's ran
 value's score adds CHANNEL_WEIGHT x its channel log-probability (normalised over the values) to
 the calibrated one.
 
-Fields scored: the schema's top-level properties whose `enum` lists 2 to MAX_VALUES strings.
+Fields scored: the schema's top-level properties whose `enum` lists 2 to MAX_VALUES strings, in
+schema order while the record's scoring requests stay within MAX_SCORED.
 A choice point is matched to a field by its values (the spellings the grammar offers there).
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from kvx.engine.api import ChoiceHook, Request, SamplingParams
 CHANNEL_TOKENS = 64  # text tokens scored per value: the start of a text names its subject (96: no better)
 CHANNEL_WEIGHT = 0.25  # channel log-probability against the calibrated score (tuned on ../shared/eval)
 MAX_VALUES = 16  # enums longer than this cost too many scoring requests per record
+MAX_SCORED = 32  # values scored per record at most (fields in schema order; the rest: calibrated only)
 TEMPLATE = "{name}: {value}\n"  # the line before the record text, per value (the field's own words)
 
 
@@ -52,7 +54,8 @@ def enum_fields(schema: object) -> list[EnumField]:
     for name, sub in (props or {}).items():
         values = sub.get("enum") if isinstance(sub, dict) else None
         if (isinstance(values, list) and 2 <= len(values) <= MAX_VALUES
-                and all(isinstance(v, str) for v in values) and len(set(values)) == len(values)):
+                and all(isinstance(v, str) for v in values) and len(set(values)) == len(values)
+                and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
             out.append(EnumField(name, tuple(values)))
     return out
 

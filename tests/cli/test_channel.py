@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvx.channel import (CHANNEL_TOKENS, CHANNEL_WEIGHT, ChannelHook, ChannelScores, EnumField, collect, enum_fields,
+from kvx.channel import (CHANNEL_TOKENS, CHANNEL_WEIGHT, MAX_SCORED, MAX_VALUES, ChannelHook, ChannelScores, EnumField, collect, enum_fields,
                          scoring_requests)
 from kvx.engine.api import Result, Usage
 
@@ -33,6 +33,8 @@ def test_only_top_level_string_enums_of_a_few_values_are_scored():
         "nested": {"type": "object", "properties": {"x": {"enum": ["p", "q"]}}},
     }}
     assert enum_fields(schema) == [KIND]
+    wide = {"properties": {f"f{i}": {"enum": [f"{i}-{j}" for j in range(MAX_VALUES)]} for i in range(3)}}
+    assert [f.name for f in enum_fields(wide)] == ["f0", "f1"][:MAX_SCORED // MAX_VALUES]  # the cost stays bounded
     assert enum_fields({"type": "array"}) == [] and enum_fields(True) == []
 
 
