@@ -207,3 +207,24 @@ def test_examples_copied_by_the_model_are_warned(tmp_path):
     assert stats["warnings"] and stats["warnings"][0].startswith("60 of 60 ok records copy a value from --examples")
     code, _ = extract(tmp_path, "--stats", tmp_path / "plain.json")
     assert json.loads((tmp_path / "plain.json").read_text())["warnings"] == []
+
+
+def test_channel_windows_keep_every_record_and_its_retries(tmp_path):
+    """--choices channel (the default) scores records in windows of CHANNEL_WINDOW: across windows,
+    with retries carried into the next one, every id gets one row, as with --choices calibrated."""
+    from kvx.job.job import CHANNEL_WINDOW
+
+    n = 2 * CHANNEL_WINDOW + 5
+    marks = {7: "FAKE:flaky ", CHANNEL_WINDOW - 1: "FAKE:flaky ", CHANNEL_WINDOW + 3: "FAKE:invalid ", n - 1: "FAKE:flaky "}
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": f"r{i}", "text": marks.get(i, "") + f"parcel {i} is late"}
+                                              for i in range(n)])
+    stats = tmp_path / "stats.json"
+    code, out = extract(tmp_path, "--ordered", "--stats", stats, input=src)
+    rows = read_jsonl(out)
+    assert code == 1 and [r["id"] for r in rows] == [f"r{i}" for i in range(n)]
+    assert [r["id"] for r in rows if r["attempts"] == 2] == [f"r{i}" for i in (7, CHANNEL_WINDOW - 1, n - 1)]
+    assert [r["id"] for r in rows if r["status"] != "ok"] == [f"r{CHANNEL_WINDOW + 3}"]
+    s = json.loads(stats.read_text())
+    assert s["choices"] == "channel" and s["channel_requests"] == 13 * n  # ticket.json: 6 + 4 + 3 enum values
+    _, out2 = extract(tmp_path, "--ordered", "--choices", "calibrated", input=src, out="calibrated.jsonl")
+    assert [(r["id"], r["status"], r["attempts"]) for r in read_jsonl(out2)] == [(r["id"], r["status"], r["attempts"]) for r in rows]
