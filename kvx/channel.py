@@ -10,8 +10,9 @@ SamplingParams.score_from), run before the record is decoded; at the field's ran
 value's score adds CHANNEL_WEIGHT x its channel log-probability (normalised over the values) to
 the calibrated one.
 
-Fields scored: the schema's top-level properties whose `enum` lists 2 to MAX_VALUES strings, in
-schema order while the record's scoring requests stay within MAX_SCORED.
+Fields scored: the schema's top-level properties whose `enum` (directly or through a local `$ref`)
+lists 2 to MAX_VALUES strings, in schema order while the record's scoring requests stay within
+MAX_SCORED. An optional enum (`anyOf` with null) is not scored: its point also offers null.
 A choice point is matched to a field by its values (the spellings the grammar offers there).
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from functools import cached_property
 from typing import Protocol
 
 from kvx.engine.api import ChoiceHook, Request, SamplingParams
+from kvx.schema_text import top_level_properties
 
 CHANNEL_TOKENS = 64  # text tokens scored per value: the start of a text names its subject (96: no better)
 CHANNEL_WEIGHT = 0.25  # channel log-probability against the calibrated score (tuned on ../shared/eval)
@@ -48,10 +50,11 @@ class EnumField:
 
 
 def enum_fields(schema: object) -> list[EnumField]:
-    """The top-level properties the channel scores (see the module docstring)."""
-    props = schema.get("properties") if isinstance(schema, dict) else None
+    """The top-level properties the channel scores (see the module docstring); an enum behind a
+    local `$ref` (Pydantic's `$defs`) counts."""
+    props = top_level_properties(schema) if isinstance(schema, dict) else {}
     out = []
-    for name, sub in (props or {}).items():
+    for name, sub in props.items():
         values = sub.get("enum") if isinstance(sub, dict) else None
         if (isinstance(values, list) and 2 <= len(values) <= MAX_VALUES
                 and all(isinstance(v, str) for v in values) and len(set(values)) == len(values)

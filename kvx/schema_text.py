@@ -25,6 +25,23 @@ def describe_fields(schema: dict) -> str:
     return "\n".join(_Describer(schema).lines(schema, 0, ()))
 
 
+def top_level_properties(schema: dict) -> dict[str, Any]:
+    """The root object's properties, each with its local `$ref`s (and a lone `allOf` member, as
+    Pydantic v1 wraps a referenced enum) merged in: what the record's top-level fields accept."""
+    d = _Describer(schema)
+    root, seen = d.resolve(schema, ())
+    props = root.get("properties") if isinstance(root, dict) else None
+    out = {}
+    for name, sub in (props or {}).items():
+        sub, sub_seen = d.resolve(sub, seen)
+        if isinstance(sub, dict) and isinstance(sub.get("allOf"), list) and len(sub["allOf"]) == 1:
+            inner, _ = d.resolve(sub["allOf"][0], sub_seen)
+            if isinstance(inner, dict):
+                sub = {**inner, **{k: v for k, v in sub.items() if k != "allOf"}}
+        out[name] = sub
+    return out
+
+
 class _Describer:
     def __init__(self, root: dict):
         self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor

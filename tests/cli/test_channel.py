@@ -36,6 +36,10 @@ def test_only_top_level_string_enums_of_a_few_values_are_scored():
     wide = {"properties": {f"f{i}": {"enum": [f"{i}-{j}" for j in range(MAX_VALUES)]} for i in range(3)}}
     assert [f.name for f in enum_fields(wide)] == ["f0", "f1"][:MAX_SCORED // MAX_VALUES]  # the cost stays bounded
     assert enum_fields({"type": "array"}) == [] and enum_fields(True) == []
+    pydantic = {"$defs": {"Kind": {"enum": list(KIND.values), "type": "string", "title": "Kind"}},
+                "properties": {"kind": {"$ref": "#/$defs/Kind"},
+                               "v1": {"allOf": [{"$ref": "#/$defs/Kind"}], "description": "Pydantic v1"}}}
+    assert enum_fields(pydantic) == [KIND, EnumField("v1", KIND.values)]
 
 
 def test_scoring_prompts_name_field_and_value_then_the_text_start():
