@@ -15,10 +15,11 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product
-from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import strings
 from kvx.grammar.schema.containers import Body
+from kvx.grammar.schema.key_names import body_without_names
 from kvx.grammar.schema.refs import escape
 from kvx.grammar.schema.scalars import count_keyword
 from kvx.grammar.schema.values import dumps
@@ -243,8 +244,12 @@ def _minus_names(body, names: tuple, max_states: int):
     key = (id(body), names) if body is any_key_body() else None
     hit = _NOT_NAMES.get(key) if key else None
     if hit is None:
-        spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in name)) for name in names))
-        hit = product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
+        hit = body_without_names(body, names) if key else None  # built directly (key_names.py)
+        if hit is None:
+            spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in name)) for name in names))
+            hit = product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
+        elif hit.num_states > max_states:
+            raise TooLarge(f"more than {max_states} DFA states")
         if key:
             if len(_NOT_NAMES) > 1024:
                 _NOT_NAMES.clear()
