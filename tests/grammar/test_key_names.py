@@ -24,15 +24,6 @@ def by_product(names):
     return product(any_key_body(), fast_compile(spelled), mode="minus")
 
 
-def accepts(dfa, data: bytes) -> bool:
-    s = dfa.start
-    for byte in data:
-        s = int(dfa.trans[s, dfa.cob[byte]])
-        if s < 0:
-            return False
-    return bool(dfa.accepting[s])
-
-
 def name_sets():
     rng = random.Random(7)
     yield ("a",)
@@ -53,12 +44,12 @@ def test_same_language_as_the_product(names):
 
 def test_spellings_of_a_name_are_refused_and_near_misses_kept():
     d = body_without_names(any_key_body(), ("ab", 'q"'))
-    for spelled in [b"ab", b"\\u0061b", b"a\\u0062", b"\\u0061\\u0062", b"\\u0041b"[:0] + b"a\\u0062", b'q\\"',
+    for spelled in [b"ab", b"\\u0061b", b"a\\u0062", b"\\u0061\\u0062", b'q\\"',
                     b"q\\u0022", b"\\u0071\\u0022"]:
-        assert not accepts(d, spelled), spelled
+        assert not d.accepts(spelled), spelled
     for other in [b"", b"a", b"abc", b"Ab", b"\\u0041b", b"\\u00e9", "ab\u00e9".encode(), b"\\ud83d\\ude00", b"q",
                   b"b"]:
-        assert accepts(d, other) == (json.loads(b'"' + other + b'"') not in ("ab", 'q"')), other
+        assert d.accepts(other) == (json.loads(b'"' + other + b'"') not in ("ab", 'q"')), other
 
 
 def test_non_ascii_names_take_the_product():

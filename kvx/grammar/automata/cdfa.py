@@ -181,24 +181,31 @@ def repeat_char(x: CDFA, lo: int, hi: int | None, max_states: int) -> CDFA | Non
 
 
 
+def trie(words) -> tuple[list[dict], list[bool]]:
+    """The trie of `words` (sequences of bytes or characters): each node's children by symbol
+    (node 0 is the root), and whether a word ends there."""
+    children: list[dict] = [{}]
+    ends = [False]
+    for word in words:
+        s = 0
+        for sym in word:
+            nxt = children[s].get(sym)
+            if nxt is None:
+                nxt = children[s][sym] = len(children)
+                children.append({})
+                ends.append(False)
+            s = nxt
+        ends[s] = True
+    return children, ends
+
+
 def literal_set(words: list[bytes]) -> CDFA | None:
     """A finite set of byte strings (enum members) as a trie, built directly (the composer would
     find the same automaton by subset construction over one copy per word). Not minimised: a
     trie is small enough, and Moore's rounds would grow with the longest word."""
     if not words:
         return None
-    children: list[dict[int, int]] = [{}]
-    accepting = [False]
-    for word in words:
-        s = 0
-        for b in word:
-            nxt = children[s].get(b)
-            if nxt is None:
-                nxt = children[s][b] = len(children)
-                children.append({})
-                accepting.append(False)
-            s = nxt
-        accepting[s] = True
+    children, accepting = trie(words)
     table = np.full((len(children), 256), -1, dtype=np.int32)
     for s, kids in enumerate(children):
         if kids:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata.cdfa import CDFA, column_classes, trim
+from kvx.grammar.automata.cdfa import CDFA, column_classes, trie, trim
 from kvx.grammar.automata.determinize import minimise
 from kvx.grammar.automata.dfa import DFA
 
@@ -22,22 +22,6 @@ SHORT_ESCAPES = {'"': ord('"'), "\\": ord("\\"), "/": ord("/"), "\b": ord("b"), 
 # per trie node: 0 between characters, 1 after \, 2 after \u, 3 after \u0, 4 after \u00, 5 + h after \u00h (h < 8)
 PER_NODE = 13
 MINIMISE_UP_TO = 4096  # as dfa_ops.product: equal languages then give identical tables
-
-
-def _trie(names: tuple[str, ...]) -> tuple[list[dict[str, int]], list[bool]]:
-    children: list[dict[str, int]] = [{}]
-    is_name = [False]
-    for name in names:
-        t = 0
-        for ch in name:
-            nxt = children[t].get(ch)
-            if nxt is None:
-                nxt = children[t][ch] = len(children)
-                children.append({})
-                is_name.append(False)
-            t = nxt
-        is_name[t] = True
-    return children, is_name
 
 
 def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
@@ -53,7 +37,7 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     u00h = [int(b[u00, ord(str(h))]) for h in range(8)]
     if min(esc, u, u0, u00, *u00h) < 0 or any(int(b[s0, c]) != s0 for c in range(0x20, 0x80) if c not in (0x22, 0x5C)):
         return None  # not a body whose start is the state between characters: the product decides
-    children, is_name = _trie(names)
+    children, is_name = trie(names)
     nb, nt = b.shape[0], len(children)
     template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)
     trans = np.concatenate([b.astype(np.int32), np.tile(template, (nt, 1))])
