@@ -18,6 +18,7 @@ continuation is likelier; a value that starts with a rarer token never gets a sa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -32,6 +33,7 @@ OPEN = b""  # the label of the open rest (a closed value is never empty)
 class Fork:
     """One multi-token value teacher-forced on a fork of its parent's block table (a step row)."""
 
+    scoring: ClassVar[bool] = False  # a step row like a Sequence's, never a scoring request's
     parent: Sequence
     option: int  # index into the parent's PendingChoice.options
     value: tuple[int, ...]  # the value's tokens

@@ -13,7 +13,6 @@ import torch
 from kvx.kernels.interface import AttentionMetadata, KVCache, padded_tables
 from kvx.engine.cuda_graphs import DecodeGraphs
 from kvx.engine.scheduler import ScheduledStep
-from kvx.engine.sequence import Sequence
 
 
 class ModelRunner:
@@ -34,7 +33,7 @@ class ModelRunner:
         for i, (seq, n) in enumerate(zip(step.seqs, step.num_tokens)):
             start = seq.num_computed
             wanted = None
-            if isinstance(seq, Sequence) and seq.scoring:  # every chunk scores its tokens
+            if seq.scoring:  # every chunk scores its tokens
                 wanted = seq.score_positions(start, n)
                 wanted = wanted if wanted or start + n == seq.num_tokens else None
             elif start + n == seq.num_tokens:

@@ -220,14 +220,13 @@ class Scheduler:
     def _match(self, seq: Sequence):
         if self.cache is None:
             return [], None
-        limit = seq.num_tokens - 1 if not seq.scoring else seq.scored_upto - 1  # unscored tokens are computed
-        return self.cache.match(seq.token_ids, limit // self.bs)
+        return self.cache.match(seq.token_ids, seq.cacheable_tokens() // self.bs)
 
     def _should_wait_for(self, seq: Sequence, cached_blocks: int) -> bool:
         prev = self._last_admitted
         if self.cache is None or prev is None or prev.status is not Status.RUNNING or not prev.in_prefill:
             return False
-        if seq.scoring or cached_blocks >= (seq.num_tokens - 1) // self.bs:
+        if cached_blocks >= seq.cacheable_tokens() // self.bs:
             return False  # nothing more of seq could come from the cache
         limit = (cached_blocks + 1) * self.bs
         return common_prefix(seq.token_ids, prev.token_ids, limit) >= limit

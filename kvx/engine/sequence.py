@@ -96,6 +96,11 @@ class Sequence:
     def scoring(self) -> bool:
         return self.scored_upto is not None
 
+    def cacheable_tokens(self) -> int:
+        """Leading tokens the radix cache may serve: all but the last (its logits are sampled), and
+        for a scoring request none it has not scored yet (their logits are summed)."""
+        return (self.num_tokens if self.scored_upto is None else self.scored_upto) - 1
+
     def score_positions(self, start: int, n: int) -> list[int]:
         """A scoring request's chunk [start, start + n): the positions whose logits score a prompt
         token not yet scored (position p scores token p + 1)."""

@@ -19,7 +19,7 @@ import itertools
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from kvx.job.settings import JobSettings
 from kvx.job.runtime import Runtime
@@ -87,10 +87,7 @@ class Job:
             if self.settings.choices in ("calibrated", "channel"):
                 self._calibrate()
             while True:
-                # one job, one set of figures: the calibration run and the retry rounds add up
-                requests = self._window() if self._channel else self._requests()
-                results = self.runtime.engine.generate(requests, reset_metrics=not self._figures_started)
-                self._figures_started = True
+                results = self._generate(self._window() if self._channel else self._requests())
                 try:
                     for result in results:
                         self._finish(result)
@@ -125,6 +122,13 @@ class Job:
         self.calibration.learn(self.runtime.engine, requests)
         self._figures_started = True
         self.outcome.calibration_points = self.calibration.num_points
+
+    def _generate(self, requests: Iterable[Request]) -> Iterator[Result]:
+        """The engine's results; one job, one set of figures: every run after the first (the
+        calibration's, the channel's, the retry rounds) adds to the same figures."""
+        results = self.runtime.engine.generate(requests, reset_metrics=not self._figures_started)
+        self._figures_started = True
+        return results
 
     def _constraint(self, max_tokens: int) -> Callable[[], Constraint] | None:
         if max_tokens not in self._constraints:
@@ -161,9 +165,7 @@ class Job:
         tokenizer, context = self.builder.tokenizer, self.runtime.max_model_len
         reqs = [r for a in attempts for r in scoring_requests(self._channel, tokenizer, a.text, str(a.record.index), context)]
         self.outcome.channel_requests += len(reqs)
-        results = self.runtime.engine.generate(reqs, reset_metrics=not self._figures_started)
-        self._figures_started = True
-        scores = collect(self._channel, results)
+        scores = collect(self._channel, self._generate(reqs))
         for a in attempts:
             a.hook = ChannelHook(self._channel, scores.get(str(a.record.index), ChannelScores()), self.calibration)
 
