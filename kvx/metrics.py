@@ -8,6 +8,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+# snapshot() keys that add up over several engines (a Ray fleet's totals, kvx/cluster/fleet.py)
+ADDING_UP = ("requests_done", "requests_failed", "prompt_tokens", "cached_prompt_tokens", "computed_tokens",
+             "generated_tokens", "forced_tokens", "drafted_tokens", "accepted_draft_tokens", "ranked_choices",
+             "choices_overruling_greedy", "choice_fork_tokens", "vetoed_tokens", "steps", "preemptions",
+             "evicted_blocks", "model_seconds", "sample_seconds")
 
 @dataclass
 class EngineMetrics:
@@ -60,6 +65,7 @@ class EngineMetrics:
         self.cached_prompt_tokens += cached_tokens
 
     def snapshot(self) -> dict:
+        """The figures (ADDING_UP: those that several engines' snapshots sum to a fleet's)."""
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         steps = max(self.steps, 1)
         return {

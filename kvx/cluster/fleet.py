@@ -19,8 +19,9 @@ from typing import Iterable, Iterator
 from kvx.cluster.planner import CostModel, plan, token_key
 from kvx.cluster.replica import ReplicaReport, WireRequest
 from kvx.cluster.work_queues import WorkGroup, WorkQueues
-from kvx.engine.api import Request, Result
+from kvx.engine.api import EngineConfig, Request, Result
 from kvx.errors import KvxError
+from kvx.metrics import ADDING_UP
 
 WAIT_S = 0.5  # how long one exchange waits for a result before coming back
 
@@ -31,8 +32,7 @@ class FleetError(KvxError):
 
 @dataclass(frozen=True)
 class FleetSettings:
-    replicas: int
-    block_size: int = 16
+    block_size: int = EngineConfig.block_size  # the replicas' engines' (the plan keys prompts by their blocks)
     window: int = 65536  # requests planned together (memory stays bounded by it)
     lookahead: int = 256  # requests kept on each replica (its running batch + waiting queue)
     steal_below: int = 128  # a replica steals only when it holds fewer (its batch is about to thin)
@@ -45,20 +45,17 @@ class FleetSettings:
 @dataclass
 class FleetMetrics:
     replicas: int
+    queues: WorkQueues
     started: float = field(default_factory=time.perf_counter)
     figures: dict = field(default_factory=dict)  # replica -> its latest report's figures
     lost: list = field(default_factory=list)  # [replica, reason]
     requeued: int = 0
     plans: list = field(default_factory=list)  # one summary per planned window
-    queues: WorkQueues | None = None
 
     def snapshot(self) -> dict:
         """Fleet totals under the engine's keys (the progress line reads them) + each replica."""
         engines = [f["engine"] for f in self.figures.values()]
-        total = {k: sum(e.get(k, 0) for e in engines) for k in
-                 ("requests_done", "prompt_tokens", "cached_prompt_tokens", "generated_tokens", "computed_tokens",
-                  "forced_tokens", "steps", "preemptions", "ranked_choices", "choices_overruling_greedy",
-                  "choice_fork_tokens", "vetoed_tokens")}
+        total = {k: sum(e.get(k, 0) for e in engines) for k in ADDING_UP}
         elapsed = max(time.perf_counter() - self.started, 1e-9)
         busy = [f["busy_s"] for f in self.figures.values()]
         mean_busy = sum(busy) / len(busy) if busy else 0.0
@@ -76,8 +73,8 @@ class FleetMetrics:
                 "live": self.replicas - len(self.lost),
                 "lost": self.lost,
                 "requeued_requests": self.requeued,
-                "steals": q.steals if q else 0,
-                "stolen_requests": q.stolen_requests if q else 0,
+                "steals": q.steals,
+                "stolen_requests": q.stolen_requests,
                 "busy_max_over_mean": round(max(busy) / mean_busy, 3) if mean_busy else 1.0,
                 "plans": self.plans,
             },

@@ -40,8 +40,7 @@ def build_fleet_runtime(schema: dict, opts: EngineOptions, cluster: ClusterOptio
     if failed is not None:
         _kill(ray, actors)
         raise ConfigError(failed["error"], option=failed.get("option"))
-    engine = FleetEngine(actors, FleetSettings(replicas=cluster.replicas, lookahead=2 * opts.max_seqs,
-                                                 steal_below=opts.max_seqs), ray)
+    engine = FleetEngine(actors, FleetSettings(lookahead=2 * opts.max_seqs, steal_below=opts.max_seqs), ray)
     return Runtime(tokenizer, engine, infos[0]["max_model_len"], infos[0]["model_name"], grammar, close=engine.close)
 
 

@@ -44,18 +44,12 @@ class Group:
     start: int  # positions in Plan.order
     stop: int
     cost: float  # on its planned replica, after the group before it
-    restart: float  # extra cost when run elsewhere (its shared prefix recomputed)
-
-    @property
-    def size(self) -> int:
-        return self.stop - self.start
 
 
 @dataclass
 class Plan:
     replicas: int
     order: array  # request indices in depth-first trie order
-    shared: array  # tokens each ordered request shares with the one before it
     groups: list[Group]
     loads: list[float]  # planned cost per replica
     prompt_tokens: int  # all prompts' tokens
@@ -119,11 +113,11 @@ def plan(items: Iterable[tuple[bytes, int, float]], replicas: int, block_tokens:
     prefill = cost.prefill_token
     step = [r - prefill * s for r, s in zip(restart, shared)]
     starts, cap = _cut(restart, step, replicas)
-    groups, loads = _groups(starts, restart, step, shared, prefill, len(order), replicas, groups_per_replica)
+    groups, loads = _groups(starts, restart, step, len(order), replicas, groups_per_replica)
     total_prompt = sum(prompts)
     unique = total_prompt - sum(shared)
     redundant = sum(shared[a] for a in starts[1:])
-    result = Plan(replicas, order, shared, groups, loads, total_prompt, unique, redundant, cap)
+    result = Plan(replicas, order, groups, loads, total_prompt, unique, redundant, cap)
     result.by_replica = [[g for g in groups if g.replica == r] for r in range(replicas)]
     return result
 
@@ -163,8 +157,8 @@ def _cut(restart: list[float], step: list[float], replicas: int) -> tuple[list[i
     return best, hi
 
 
-def _groups(starts: list[int], restart: list[float], step: list[float], shared: array, prefill: float,
-            n: int, replicas: int, per_replica: int) -> tuple[list[Group], list[float]]:
+def _groups(starts: list[int], restart: list[float], step: list[float], n: int, replicas: int,
+            per_replica: int) -> tuple[list[Group], list[float]]:
     groups, loads = [], [0.0] * replicas
     bounds = starts + [n]
     for r in range(len(starts)):
@@ -175,7 +169,6 @@ def _groups(starts: list[int], restart: list[float], step: list[float], shared: 
         for k in range(a, b):
             acc += restart[k] if k == a else step[k]
             if acc >= target or k == b - 1:
-                extra = prefill * shared[first] if first > a else 0.0  # what a thief recomputes
-                groups.append(Group(r, first, k + 1, acc, extra))
+                groups.append(Group(r, first, k + 1, acc))
                 first, acc = k + 1, 0.0
     return groups, loads

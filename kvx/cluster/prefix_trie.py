@@ -28,7 +28,6 @@ class PrefixTrie:
     def __init__(self, unit: int):
         self.unit = unit
         self.root = _Node(b"")
-        self.size = 0
 
     def insert(self, key: bytes, item: int) -> None:
         """Add prompt `item` whose full blocks are `key` (len(key) a multiple of unit)."""
@@ -57,7 +56,6 @@ class PrefixTrie:
         if node.items is None:
             node.items = array("q")
         node.items.append(item)
-        self.size += 1
 
     def walk(self) -> Iterator[tuple[int, int]]:
         """(item, blocks shared with the previous item) in depth-first order, siblings by key."""

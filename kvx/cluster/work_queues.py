@@ -107,6 +107,3 @@ class WorkQueues:
 
     def requests(self) -> int:
         return sum(self.queues[r].requests() for r in self.live)
-
-    def left(self, replica: int) -> float:
-        return self.queues[replica].left()
