@@ -170,16 +170,16 @@ class PromptBuilder:
         return self._render(self.user_text(fields))
 
     def prompt_ids(self, fields: dict[str, Any]) -> list[int]:
-        return self._ids(self.user_text(fields))
+        return self.user_ids(self.user_text(fields))
 
     def content_free_ids(self, text: str) -> list[int]:
         """The prompt with every record field replaced by a content-free text ("N/A", ""), for
         contextual calibration (kvx/engine/calibration.py)."""
         user = text if self.spec.template is None else PLACEHOLDER.sub(
             lambda m: m.group(0)[0] if m.group(0) in ("{{", "}}") else text, self.spec.template)
-        return self._ids(user)
+        return self.user_ids(user)
 
-    def _ids(self, user: str) -> list[int]:
+    def user_ids(self, user: str) -> list[int]:
         """The prompt around one user message: the shared prefix's ids reused where it is one."""
         if self._prefix_ids is None:
             return self.tokenizer.encode(self._render(user))

@@ -41,8 +41,14 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
         speculate=check_positive(a.speculate, "speculate", 0),
         grammar=GrammarOptions(whitespace=check_choice(a.whitespace, Whitespace, "whitespace"), lenient=a.lenient),
     )
-    check_engine_options(opts)
+    if is_local(a):  # replicas check on their own machine (kvx/cluster/replica.py)
+        check_engine_options(opts)
     return opts
+
+
+def is_local(a: ExtractArgs) -> bool:
+    """One in-process engine, no Ray."""
+    return a.replicas == 1 and a.ray_address is None
 
 
 def cluster_options(a: ExtractArgs) -> ClusterOptions:
@@ -122,7 +128,7 @@ def run_extract(a: ExtractArgs) -> int:
 
 
 def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:
-    if a.replicas == 1 and a.ray_address is None:
+    if is_local(a):
         return build_runtime(schema, opts)
     from kvx.cluster.fleet_runtime import build_fleet_runtime
 

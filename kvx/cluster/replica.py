@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from kvx.job.runtime import EngineOptions, Runtime, build_runtime
+from kvx.job.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
 from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, TokenVeto, Usage
 from kvx.errors import KvxError
 
@@ -84,6 +84,7 @@ class ReplicaWorker:
         if threads > 0:
             _size_thread_pools(threads)
         try:
+            check_engine_options(opts)  # on the replica's machine, not the driver's
             self.runtime: Runtime | None = build_runtime(schema, opts)
         except KvxError as e:
             self.runtime, self.error, self.error_option = None, e.template, e.option

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO, Iterator
 from kvx.errors import ConfigError
 from kvx.io.duplicates import flag_duplicates
 from kvx.io.ids import record_id
-from kvx.io.json_values import decode_problem, value_problem
+from kvx.io.json_values import decode_problem, surrogate_at, value_problem
 from kvx.io.records import InputRecord
 
 FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv", ".parquet": "parquet"}
@@ -192,19 +192,9 @@ class _CsvLines:
 def _csv_record(number: int, header: list[str], cells: list[str], id_field: str) -> InputRecord:
     where = f"row {number}"
     row = {name: cells[i] if i < len(cells) else None for i, name in enumerate(header)}
-    if any(_has_surrogates(k) or _has_surrogates(v) for k, v in row.items()):
+    if any(isinstance(x, str) and surrogate_at(x) >= 0 for kv in row.items() for x in kv):
         return _record(number - 1, number, where, None, "not valid UTF-8", id_field)
     return _record(number - 1, number, where, row, None, id_field)
-
-
-def _has_surrogates(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode("utf-8")
-        return False
-    except UnicodeEncodeError:
-        return True
 
 
 def _open_parquet(path: Path, id_field: str) -> InputSource:

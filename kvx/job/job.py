@@ -178,10 +178,10 @@ class Job:
         if record.error is not None:
             return self._fail(record, record.error)
         try:
-            ids = self.builder.prompt_ids(record.fields)
-            ids, cut = self._fit(record, ids)
+            user = self.builder.user_text(record.fields)
+            ids, cut = self._fit(record, self.builder.user_ids(user))
             keep_text = self.copy_check is not None or self._channel
-            text = self.builder.user_text(record.fields) if keep_text else ""
+            text = user if keep_text else ""
         except PromptError as e:
             return self._fail(record, str(e))
         except (TypeError, ValueError, UnicodeError, RecursionError) as e:  # what a tokenizer raises on odd text
