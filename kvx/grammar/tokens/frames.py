@@ -39,8 +39,9 @@ class StateTokens:
     special: dict[int, tuple]  # token -> its results, for every other allowed or stack-dependent token
     special_dist: dict[int, int]  # token -> fewest tokens after it over its stack-free results (INF: none)
     mask: torch.Tensor  # bool [vocab]: tokens allowed whatever the stack below (no EOS); do not modify
-    depends: list[tuple[int, int]] = field(default_factory=list)  # (token, bytes before the frame ends)
+    depends: list[int] = field(default_factory=list)  # tokens that end the frame early (checked per stack)
     max_push: int = 0  # most frames one token pushes
+    top: int = 0  # the most tokens this frame may still need after any allowed token (budget_mask's bound)
     budget_masks: dict[int, torch.Tensor] = field(default_factory=dict)
 
 
@@ -110,14 +111,15 @@ class Frames:
         if not reachable.all():
             ids, nexts, rel = ids[reachable], nexts[reachable], rel[reachable]
         special_dist = {tid: self._result_dist(res) for tid, res in special.items()}
-        depends = [(tid, r[1]) for tid, res in special.items() for r in res if r[0] == "dep"]
+        depends = [tid for tid, res in special.items() if any(r[0] == "dep" for r in res)]
         free = [tid for tid, d in special_dist.items() if d < INF]
         mask_np = np.zeros(self.vocab.vocab_size, dtype=bool)
         mask_np[ids] = True
         mask_np[free] = True
         max_push = max((len(r[1]) for res in special.values() for r in res if r[0] == "push"), default=0)
+        top = max(int(rel.max()) if len(rel) else 0, max((d for d in special_dist.values() if d < INF), default=0))
         entry = StateTokens(ids=ids, nexts=nexts, rel_dist=rel, special=special, special_dist=special_dist,
-                            mask=torch.from_numpy(mask_np), depends=depends, max_push=max_push)
+                            mask=torch.from_numpy(mask_np), depends=depends, max_push=max_push, top=top)
         self._states[s] = entry
         return entry
 
@@ -135,9 +137,7 @@ class Frames:
     def budget_mask(self, s: int, max_next_dist: int) -> torch.Tensor:
         """Stack-free tokens whose frame can still finish within `max_next_dist` more tokens."""
         entry = self.state(s)
-        top = max(int(entry.rel_dist.max()) if len(entry.rel_dist) else 0,
-                  max((d for d in entry.special_dist.values() if d < INF), default=0))
-        if max_next_dist >= top:
+        if max_next_dist >= entry.top:
             return entry.mask
         cached = entry.budget_masks.get(max_next_dist)
         if cached is None:

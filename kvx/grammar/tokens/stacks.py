@@ -38,6 +38,7 @@ class Config:
     budget_masks: dict[int, torch.Tensor] = field(default_factory=dict)
     nexts: dict[int, int] = field(default_factory=dict)  # token -> next config (-1: not allowed)
     forced: list[int] | None = None
+    slack: int | None = None  # a budget at least this large cuts no token: the mask is `mask`
 
 
 class TokenPDA:
@@ -159,11 +160,27 @@ class TokenPDA:
         entry = self.frames.state(s)
         out = []
         if node:
-            for tid, _ in entry.depends:
+            for tid in entry.depends:
                 nxt = self.config(self._apply(stack, tid))
                 if nxt >= 0 and (limit is None or self.configs[nxt].dist <= limit):
                     out.append(tid)
         return out
+
+    def _slack(self, cfg: Config) -> int:
+        """The smallest budget that cuts nothing: each stack's frame bound plus the frames below it,
+        and the distance after each token that completes a frame early (INF if one cannot finish)."""
+        if cfg.slack is None:
+            slack = 0
+            for stack in cfg.stacks:
+                s, node = stack
+                entry = self.frames.state(s)
+                slack = max(slack, entry.top + self.node_below[node])
+                for tid in entry.depends if node else ():
+                    nxt = self.config(self._apply(stack, tid))
+                    if nxt >= 0:
+                        slack = max(slack, self.configs[nxt].dist)
+            cfg.slack = slack
+        return cfg.slack
 
     def _too_deep(self, cid: int) -> list[int]:
         """Tokens of the stack-free masks that would nest deeper than max_depth."""
@@ -181,6 +198,8 @@ class TokenPDA:
         if limit is None and cfg.mask is not None:
             return cfg.mask
         if limit is not None:
+            if limit >= self._slack(cfg):  # the budget cuts nothing here (most tokens of a record)
+                return self.mask(cid)
             hit = cfg.budget_masks.get(limit)
             if hit is not None:
                 return hit
