@@ -20,7 +20,7 @@ import numpy as np
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import (CDFA, compact, empty_word, is_prefix_char, repeat_char, row_groups,
+from kvx.grammar.automata.cdfa import (CDFA, column_classes, compact, empty_word, is_prefix_char, repeat_char, row_groups,
                                        single_class, trim)
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
@@ -76,11 +76,7 @@ class Composer:
                 bits = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(32, "little") for m in masks),
                                                    dtype=np.uint8).reshape(len(masks), 32), axis=1,
                                      bitorder="little")  # [n, 256]
-                reps, cob = row_groups(bits.T)
-                order = np.argsort(reps)
-                rank = np.empty_like(order)
-                rank[order] = np.arange(len(order))
-                reps, cob = reps[order], rank[cob]
+                reps, cob = column_classes(bits)
                 n = len(masks)
                 trans = np.where(bits[:, reps].astype(bool), np.arange(1, n + 1, dtype=np.int32)[:, None], -1)
                 trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
@@ -284,11 +280,7 @@ class Composer:
         for _, _, d in copies:
             cobs.setdefault(id(d.cob), d.cob)
         distinct = {c.tobytes(): c for c in cobs.values()}
-        reps, joint = row_groups(np.stack(list(distinct.values()), axis=1))  # [256, U]: bytes alike
-        order = np.argsort(reps)
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        reps, joint = reps[order], rank[joint]
+        reps, joint = column_classes(np.stack(list(distinct.values())))  # [U, 256]: bytes alike
         gathered: dict[int, np.ndarray] = {}
         parts, sizes, accs = [], [], []
         for _, b, d in copies:

@@ -6,7 +6,7 @@ from typing import Optional
 import numpy as np
 
 from kvx.grammar.automata import deadline
-from kvx.grammar.automata.cdfa import CDFA, compact, repeat_char, row_groups
+from kvx.grammar.automata.cdfa import CDFA, column_classes, compact, repeat_char
 from kvx.grammar.automata.cdfa import trim as trim_classes
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
@@ -21,11 +21,7 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
     byte classes. Breadth-first over state pairs, a whole frontier of pairs at a time (numpy);
     new pairs are numbered by a dict."""
     a, b = compact(a), compact(b)
-    reps, cob = row_groups(np.stack([a.cob, b.cob], axis=1))
-    order = np.argsort(reps)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    reps, cob = reps[order], rank[cob]
+    reps, cob = column_classes(np.stack([a.cob, b.cob]))  # the joint byte classes
     nb = b.num_states
     ta = a.trans[:, a.cob[reps]].astype(np.int64)
     tb = np.concatenate([b.trans[:, b.cob[reps]], np.full((1, len(reps)), -1)]).astype(np.int64)
@@ -57,10 +53,16 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
     xa, xb = key_arr // (nb + 1), key_arr % (nb + 1)
     b_acc = np.append(b.accepting.astype(bool), False)
     accepting = a.accepting[xa] & (b_acc[xb] if mode == "and" else ~b_acc[xb])
-    c = trim_classes(trans, accepting, 0, cob.astype(np.int64))
-    if c is not None and c.num_states <= MINIMISE_UP_TO:  # Moore rounds grow with the longest string
-        t, acc, start = minimise(c.trans, c.accepting, c.start)
-        c = CDFA(t, acc, start, c.cob)
+    return trimmed_minimal(trans, accepting, 0, cob.astype(np.int64))
+
+
+def trimmed_minimal(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray) -> CDFA | None:
+    """Trimmed, and minimised when small (Moore rounds grow with the longest string), so equal
+    languages give identical tables; None if the language is empty."""
+    c = trim_classes(trans, accepting, start, cob)
+    if c is not None and c.num_states <= MINIMISE_UP_TO:
+        t, acc, s = minimise(c.trans, c.accepting, c.start)
+        c = CDFA(t, acc, s, c.cob)
     return c
 
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata.cdfa import CDFA, column_classes, trie, trim
-from kvx.grammar.automata.determinize import minimise
+from kvx.grammar.automata.cdfa import CDFA, column_classes, trie
 from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.dfa_ops import trimmed_minimal
+from kvx.grammar.schema import strings
 
-SHORT_ESCAPES = {'"': ord('"'), "\\": ord("\\"), "/": ord("/"), "\b": ord("b"), "\f": ord("f"), "\n": ord("n"),
-                 "\r": ord("r"), "\t": ord("t")}  # character -> the byte after the backslash
+# character -> the byte after the backslash of its short escape
+SHORT_ESCAPES = {chr(cp): esc[1] for cp, esc in strings.SHORT_ESCAPES.items()}
 # per trie node: 0 between characters, 1 after \, 2 after \u, 3 after \u0, 4 after \u00, 5 + h after \u00h (h < 8)
 PER_NODE = 13
-MINIMISE_UP_TO = 4096  # as dfa_ops.product: equal languages then give identical tables
 
 
 def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
@@ -61,8 +61,4 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     accepting = np.concatenate([body.accepting.astype(bool), np.zeros(PER_NODE * nt, dtype=bool)])
     accepting[rows] = ~np.array(is_name)
     reps, cob = column_classes(trans)
-    c = trim(np.ascontiguousarray(trans[:, reps]), accepting, int(rows[0]), cob)
-    if c is not None and c.num_states <= MINIMISE_UP_TO:
-        t, acc, start = minimise(c.trans, c.accepting, c.start)
-        c = CDFA(t, acc, start, c.cob)
-    return c
+    return trimmed_minimal(np.ascontiguousarray(trans[:, reps]), accepting, int(rows[0]), cob)

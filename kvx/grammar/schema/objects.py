@@ -238,22 +238,24 @@ _NOT_NAMES: dict[tuple, object] = {}
 
 def _minus_names(body, names: tuple, max_states: int):
     """`body` without any spelling of the given names (their decoded value, not just their text);
-    kept per name set for any-key bodies (every object with extra keys needs one)."""
+    kept per name set for any-key bodies (every object with extra keys needs one), built directly
+    there (key_names.py) unless a name is not ASCII."""
     if body is None or not names:
         return body
-    key = (id(body), names) if body is any_key_body() else None
-    hit = _NOT_NAMES.get(key) if key else None
+    any_key = body is any_key_body()
+    hit = _NOT_NAMES.get(names) if any_key else None
+    if hit is not None:
+        return hit
+    hit = body_without_names(body, names) if any_key else None
     if hit is None:
-        hit = body_without_names(body, names) if key else None  # built directly (key_names.py)
-        if hit is None:
-            spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in name)) for name in names))
-            hit = product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
-        elif hit.num_states > max_states:
-            raise TooLarge(f"more than {max_states} DFA states")
-        if key:
-            if len(_NOT_NAMES) > 1024:
-                _NOT_NAMES.clear()
-            _NOT_NAMES[key] = hit
+        spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in name)) for name in names))
+        hit = product(body, fast_compile(spelled, max_states), mode="minus", max_states=max_states)
+    elif hit.num_states > max_states:
+        raise TooLarge(f"more than {max_states} DFA states")
+    if any_key:
+        if len(_NOT_NAMES) > 1024:
+            _NOT_NAMES.clear()
+        _NOT_NAMES[names] = hit
     return hit
 
 
