@@ -39,15 +39,6 @@ class Grammar:
     post_checks: list[str] = field(default_factory=list)  # keywords left to the jsonschema check
     stats: CompileStats = field(default_factory=CompileStats)
 
-    @classmethod
-    def from_program(cls, program: Program, tokenizer, max_depth: int = MAX_DEPTH, **kw) -> "Grammar":
-        vocab = tokenizer if isinstance(tokenizer, TokenVocab) else vocab_for(tokenizer)
-        return cls(program=program, vocab=vocab, pda=TokenPDA(program, vocab, max_depth=max_depth), **kw)
-
-    @property
-    def vocab_size(self) -> int:
-        return self.vocab.vocab_size
-
     def matcher(self, max_tokens: int | None = None) -> Matcher:
         return Matcher(self.pda, max_tokens)
 

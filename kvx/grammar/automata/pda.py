@@ -27,7 +27,6 @@ import numpy as np
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import CDFA, reach, row_groups
-from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.errors import TooLarge
 
 CALL_BYTE = 0xFF  # not a UTF-8 byte: cannot clash with any JSON text
@@ -108,12 +107,6 @@ class Program:
 
     def accepts(self, data: bytes) -> bool:
         return any(len(st) == 1 and self.final[st[0]] for st in self.run(data))
-
-    def as_dfa(self) -> DFA:
-        """The root rule as a DFA, for programs without calls (single-rule schemas)."""
-        if len(self.call_rule):
-            raise ValueError("the program calls rules: it is not one DFA")
-        return DFA(self.trans, self.final, self.start, self.classes)
 
 
 @dataclass
