@@ -1,14 +1,12 @@
 """The grammar disk cache: a compiled program and its byte distances per schema and tokenizer.
 
-$KVX_CACHE/grammar/<schema + options + compiler source hash>-<tokenizer hash>.npz. Writes are atomic
-(temp file + rename); an unreadable or foreign entry is deleted and rebuilt.
+$KVX_CACHE/grammar/<schema + options + compiler source hash>-<tokenizer hash>.npz. Entries are
+kvx/npz_cache.py files (atomic writes; an unreadable or foreign one is deleted and rebuilt).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,6 +14,7 @@ import numpy as np
 
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.vocab import TokenVocab
+from kvx.npz_cache import read_entry, write_entry
 from kvx.paths import cache_root
 
 CACHE_FORMAT = 2  # 2: pushdown programs (rules and call edges) instead of one DFA
@@ -44,22 +43,19 @@ def cache_path(schema, options: dict, vocab: TokenVocab) -> Path:
 
 def load(path: Path):
     """(program, byte distances, warnings, post_checks), or None (absent, or dropped as unreadable)."""
-    if not path.exists():
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in _ARRAYS}
-            dist = data["dist"].astype(np.int32)
-            meta = json.loads(bytes(data["meta"]).decode("utf-8"))
-        program = Program(trans=arrays["trans"].astype(np.int32), final=arrays["final"].astype(bool),
-                          rule_of=arrays["rule_of"].astype(np.int32), rule_start=arrays["rule_start"].astype(np.int32),
-                          call_ptr=arrays["call_ptr"].astype(np.int64), call_rule=arrays["call_rule"].astype(np.int32),
-                          call_ret=arrays["call_ret"].astype(np.int32), classes=arrays["classes"].astype(np.int64))
-        _validate(program, dist)
-        return program, dist, meta["warnings"], meta["post_checks"]
-    except Exception:  # corrupt or foreign entry: drop it and rebuild
-        path.unlink(missing_ok=True)
-        return None
+    return read_entry(path, _entry)
+
+
+def _entry(data) -> tuple:
+    arrays = {k: data[k] for k in _ARRAYS}
+    dist = data["dist"].astype(np.int32)
+    meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+    program = Program(trans=arrays["trans"].astype(np.int32), final=arrays["final"].astype(bool),
+                      rule_of=arrays["rule_of"].astype(np.int32), rule_start=arrays["rule_start"].astype(np.int32),
+                      call_ptr=arrays["call_ptr"].astype(np.int64), call_rule=arrays["call_rule"].astype(np.int32),
+                      call_ret=arrays["call_ret"].astype(np.int32), classes=arrays["classes"].astype(np.int64))
+    _validate(program, dist)
+    return program, dist, meta["warnings"], meta["post_checks"]
 
 
 def _validate(p: Program, dist: np.ndarray) -> None:
@@ -77,13 +73,4 @@ def store(path: Path, program: Program, dist: np.ndarray, warnings: list[str], p
     arrays = {k: getattr(program, k) for k in _ARRAYS}
     if program.num_states < 32767:
         arrays["trans"] = arrays["trans"].astype(np.int16)
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, dist=dist, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)
-        os.replace(tmp, path)
-    except OSError:  # a read-only or full cache only costs speed
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    write_entry(path, dist=dist, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from kvx.grammar.automata.cdfa import CDFA, compact
+from kvx.npz_cache import read_entry, write_entry
 from kvx.paths import cache_root
 
 _DEC_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
@@ -28,6 +27,7 @@ def _ipv6() -> str:
     return "(" + "|".join(forms) + ")"
 
 
+_IPV6 = _ipv6()
 _YEAR = r"(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"  # 0001-9999, as date.fromisoformat
 _LEAP_YEAR = r"([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)"  # no 0000
 _MONTH_DAY = r"((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))"
@@ -37,12 +37,12 @@ _TIME = rf"([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?{_OFFSET}"
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = rf"{_LABEL}(\.{_LABEL})*\.?"
 _ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_EMAIL = rf"{_ATEXT}+(\.{_ATEXT}+)*@({_HOSTNAME}|\[({_IPV4}|IPv6:{_ipv6()})\])"
+_EMAIL = rf"{_ATEXT}+(\.{_ATEXT}+)*@({_HOSTNAME}|\[({_IPV4}|IPv6:{_IPV6})\])"
 _UNRESERVED = r"[A-Za-z0-9._~-]"
 _PCT = r"%[0-9A-Fa-f]{2}"
 _SUB_DELIMS = r"[!$&'()*+,;=]"
 _PCHAR = rf"({_UNRESERVED}|{_PCT}|{_SUB_DELIMS}|[:@])"
-_AUTHORITY = rf"(({_UNRESERVED}|{_PCT}|{_SUB_DELIMS}|:)*@)?(\[{_ipv6()}\]|({_UNRESERVED}|{_PCT}|{_SUB_DELIMS})*)(:[0-9]*)?"
+_AUTHORITY = rf"(({_UNRESERVED}|{_PCT}|{_SUB_DELIMS}|:)*@)?(\[{_IPV6}\]|({_UNRESERVED}|{_PCT}|{_SUB_DELIMS})*)(:[0-9]*)?"
 _URI = (rf"[A-Za-z][A-Za-z0-9+.-]*:(//{_AUTHORITY}(/{_PCHAR}*)*|/({_PCHAR}+(/{_PCHAR}*)*)?|{_PCHAR}+(/{_PCHAR}*)*)?"
         rf"(\?({_PCHAR}|[/?])*)?(#({_PCHAR}|[/?])*)?")
 
@@ -53,7 +53,7 @@ FORMATS = {
     "email": _EMAIL,
     "uuid": r"[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
     "ipv4": _IPV4,
-    "ipv6": _ipv6(),
+    "ipv6": _IPV6,
     "uri": _URI,
     "hostname": _HOSTNAME,
 }
@@ -87,28 +87,16 @@ def _cache_path(name: str) -> Path:
 
 
 def _load(path: Path) -> CDFA | None:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            c = CDFA(data["trans"].astype(np.int32), data["accepting"].astype(bool), int(data["start"]),
-                     data["cob"].astype(np.int64))
-        if c.cob.shape != (256,) or c.trans.max() >= c.num_states or c.cob.max() >= c.trans.shape[1]:
-            raise ValueError("foreign entry")
-        return c
-    except FileNotFoundError:
-        return None
-    except Exception:  # corrupt: rebuild
-        path.unlink(missing_ok=True)
-        return None
+    return read_entry(path, _entry)
+
+
+def _entry(data) -> CDFA:
+    c = CDFA(data["trans"].astype(np.int32), data["accepting"].astype(bool), int(data["start"]),
+             data["cob"].astype(np.int64))
+    if c.cob.shape != (256,) or c.trans.max() >= c.num_states or c.cob.max() >= c.trans.shape[1]:
+        raise ValueError("foreign entry")
+    return c
 
 
 def _store(path: Path, c: CDFA) -> None:
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, trans=c.trans, accepting=c.accepting, start=np.int64(c.start), cob=c.cob)
-        os.replace(tmp, path)
-    except OSError:  # a read-only cache only costs time
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
+    write_entry(path, trans=c.trans, accepting=c.accepting, start=np.int64(c.start), cob=c.cob)
