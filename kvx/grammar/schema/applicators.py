@@ -59,7 +59,7 @@ class Applicators:
     def _product(self, a: list, b: list, ptr: str) -> list:
         out = [x + y for x in a for y in b]
         if len(out) > MAX_ALTERNATIVES:
-            where = self.doc.display(ptr) or "/"
+            where = self.doc.where(ptr)
             raise UnsupportedSchema(f"schema too large for the automaton at {where} (more than "
                                     f"{MAX_ALTERNATIVES} anyOf/oneOf/if combinations)", None, where)
         return out
@@ -78,10 +78,10 @@ class Applicators:
         if node is False:
             return []
         if not isinstance(node, dict):
-            where = self.doc.display(ptr) or "/"
+            where = self.doc.where(ptr)
             raise UnsupportedSchema(f"invalid schema: expected an object or boolean at {where}", None, where)
         if ptr in active:
-            where = self.doc.display(ptr) or "/"
+            where = self.doc.where(ptr)
             raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (a schema that applies to itself "
                                     "without a nested value)", "$ref", where)
         self._check_shape(ptr, node)
@@ -184,7 +184,7 @@ class Applicators:
                 self._invalid(ptr, kw, "an object of schemas or name arrays")
 
     def _invalid(self, ptr: str, keyword: str, what: str):
-        where = self.doc.display(ptr) or "/"
+        where = self.doc.where(ptr)
         raise UnsupportedSchema(f"invalid schema: '{keyword}' must be {what} at {where}", keyword, where)
 
     def _target(self, ref: str, ptr: str) -> str | None:

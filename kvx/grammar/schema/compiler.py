@@ -14,7 +14,7 @@ from jsonschema.validators import validator_for
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
-from kvx.grammar.schema.refs import DIALECTS
+from kvx.grammar.schema.refs import named_dialect
 from kvx.grammar.options import GrammarOptions, Whitespace
 from kvx.grammar.schema.rules import RuleBuilder
 
@@ -41,9 +41,7 @@ def _check_root(schema) -> None:
     if not isinstance(schema, (dict, bool)):
         raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
     dialect = schema.get("$schema") if isinstance(schema, dict) else None
-    if isinstance(dialect, str) and not any(
-            dialect.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(p)
-            for p in DIALECTS):
+    if isinstance(dialect, str) and named_dialect(dialect) is None:
         raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {dialect!r})", "$schema", "")
 
 

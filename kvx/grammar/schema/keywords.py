@@ -35,7 +35,7 @@ class Notes:
         self._seen: set[str] = set()
 
     def where(self, ptr: str) -> str:
-        return self.doc.display(ptr) or "/"
+        return self.doc.where(ptr)
 
     def post_check(self, keyword: str, ptr: str, what: str) -> None:
         """`keyword` at `ptr` is only checked after generation (jsonschema), and said so."""

@@ -38,7 +38,7 @@ class Negator:
             return None
 
     def _refuse(self, ptr: str, keyword: str, what: str = ""):
-        where = self.doc.display(ptr) or "/"
+        where = self.doc.where(ptr)
         raise UnsupportedSchema(f"unsupported keyword 'not' at {where} (negating '{keyword}'"
                                 + (f": {what}" if what else "") + ")", "not", where)
 

@@ -38,11 +38,13 @@ def escape(token: str) -> str:
 def dialect_of(root) -> str:
     """The dialect named by the root's $schema (2020-12 when absent or unknown)."""
     uri = root.get("$schema") if isinstance(root, dict) else None
-    if isinstance(uri, str):
-        for prefix, name in DIALECTS.items():
-            if uri.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0").startswith(prefix):
-                return name
-    return "2020-12"
+    return (named_dialect(uri) if isinstance(uri, str) else None) or "2020-12"
+
+
+def named_dialect(uri: str) -> str | None:
+    """The dialect a $schema URI names (drafts under http or https), or None for another meta-schema."""
+    uri = uri.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0")
+    return next((name for prefix, name in DIALECTS.items() if uri.startswith(prefix)), None)
 
 
 def child_pointers(node: dict, pointer: str):
@@ -102,6 +104,10 @@ class Document:
         if pointer.startswith("!"):
             return self.synthesised[int(pointer[1:].split("/", 1)[0])][1]
         return pointer
+
+    def where(self, pointer: str) -> str:
+        """`display(pointer)` as a message shows it ("/" for the root)."""
+        return self.display(pointer) or "/"
 
     def at(self, pointer: str):
         hit = self._at.get(pointer)

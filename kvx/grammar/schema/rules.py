@@ -79,7 +79,7 @@ class RuleBuilder:
         try:
             return self._composer.build(node)
         except TooLarge as err:
-            display = self.doc.display(where) or "/"
+            display = self.doc.where(where)
             raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})", None, display) from None
 
     def alternatives(self, pointers: tuple) -> list[Alternative]:
@@ -106,7 +106,7 @@ class RuleBuilder:
                 deadline.check()
                 hit = self._slot(pointers, context)
             except TooLarge as err:
-                display = self.doc.display(where) or "/"
+                display = self.doc.where(where)
                 raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})",
                                         None, display) from None
             self._values[(pointers, context)] = hit
