@@ -70,7 +70,7 @@ def extract(
     args = ExtractArgs.from_options(locals())
     from kvx.cli.threads import prepare_threads
 
-    args.threads = prepare_threads(args.threads)  # before torch loads: OpenMP reads its settings once
+    prepare_threads(args.threads)  # before torch loads: OpenMP reads its settings once
     from kvx.cli.run import run_extract
 
     raise typer.Exit(run_extract(args))

@@ -214,8 +214,12 @@ class FleetEngine:
             pass
 
     def close(self) -> None:
-        for actor in self.actors:
-            try:
-                self.ray.kill(actor)
-            except Exception:  # noqa: BLE001 - already dead
-                pass
+        kill_actors(self.ray, self.actors)
+
+
+def kill_actors(ray, actors) -> None:
+    for actor in actors:
+        try:
+            ray.kill(actor)
+        except Exception:  # noqa: BLE001 - already dead
+            pass

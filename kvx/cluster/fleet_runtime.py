@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from kvx.job.runtime import EngineOptions, Runtime, build_runtime
-from kvx.cluster.fleet import FleetEngine, FleetSettings
+from kvx.cluster.fleet import FleetEngine, FleetSettings, kill_actors
 from kvx.cluster.options import ClusterOptions
 from kvx.cluster.replica import ReplicaWorker
 from kvx.errors import ConfigError
@@ -34,11 +34,11 @@ def build_fleet_runtime(schema: dict, opts: EngineOptions, cluster: ClusterOptio
     try:
         infos = ray.get([a.ready.remote() for a in actors])
     except ray.exceptions.RayError as e:
-        _kill(ray, actors)
+        kill_actors(ray, actors)
         raise ConfigError(f"a replica failed to start: {_first_line(e)}") from None
     failed = next((i for i in infos if i.get("error")), None)
     if failed is not None:
-        _kill(ray, actors)
+        kill_actors(ray, actors)
         raise ConfigError(failed["error"], option=failed.get("option"))
     engine = FleetEngine(actors, FleetSettings(lookahead=2 * opts.max_seqs, steal_below=opts.max_seqs), ray)
     return Runtime(tokenizer, engine, infos[0]["max_model_len"], infos[0]["model_name"], grammar, close=engine.close)
@@ -86,11 +86,6 @@ def _check_room(ray, cluster: ClusterOptions, cpus: float) -> None:
         if need > have.get(name, 0) + 1e-9:
             raise ConfigError(f"--replicas {cluster.replicas} x {each:g} {name} needs {need:g} {name}s; "
                               f"the Ray cluster has {have.get(name, 0):g} (lower --replica-{name.lower()}s or --replicas)")
-
-
-def _kill(ray, actors) -> None:
-    for a in actors:
-        ray.kill(a)
 
 
 def _first_line(e: BaseException) -> str:
