@@ -143,22 +143,23 @@ def _outputs(path: Path) -> list[Path]:
     return ([path] if path.exists() else []) + _part_files(parts_dir(path))
 
 
-def parquet_fingerprints(path: Path) -> list[Fingerprint | None]:
-    """The fingerprints of OUT and its parts (None for a file without one)."""
-    return [Fingerprint.from_json((schema.metadata or {}).get(FINGERPRINT_KEY, b"")) for _, schema in _schemas(path)]
+def parquet_fingerprints(schemas: list[tuple[Path, pa.Schema]]) -> list[Fingerprint | None]:
+    """The fingerprints of OUT and its parts (parquet_schemas; None for a file without one)."""
+    return [Fingerprint.from_json((schema.metadata or {}).get(FINGERPRINT_KEY, b"")) for _, schema in schemas]
 
 
-def check_record_type(path: Path, record_type: pa.DataType) -> None:
-    """ConfigError if OUT or a part holds records of another Arrow type: even --force cannot put
-    both in one file (the merge would fail after all the work)."""
-    for src, schema in _schemas(path):
+def check_record_type(schemas: list[tuple[Path, pa.Schema]], record_type: pa.DataType) -> None:
+    """ConfigError if OUT or a part (parquet_schemas) holds records of another Arrow type: even
+    --force cannot put both in one file (the merge would fail after all the work)."""
+    for src, schema in schemas:
         if "record" in schema.names and schema.field("record").type != record_type:
             raise ConfigError(f"--resume: {src} holds records of another type ({schema.field('record').type}), "
                               f"which cannot share a Parquet file with this schema's ({record_type}); "
                               f"write to another -o, or rerun without --resume to replace it")
 
 
-def _schemas(path: Path) -> list[tuple[Path, pa.Schema]]:
+def parquet_schemas(path: Path) -> list[tuple[Path, pa.Schema]]:
+    """(file, its Arrow schema) for OUT and its committed parts: each footer read once."""
     out = []
     for src in _outputs(path):
         try:

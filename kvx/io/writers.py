@@ -10,7 +10,7 @@ from kvx.io.done_rows import DoneRows
 from kvx.io.fingerprint import Fingerprint, check_resume
 from kvx.io.jsonl_writer import JsonlWriter, jsonl_done_rows, jsonl_fingerprints, truncate_partial_line
 from kvx.io.parquet_writer import (ParquetWriter, check_record_type, drop_merged_parts, parquet_done_rows,
-                                   parquet_fingerprints)
+                                   parquet_fingerprints, parquet_schemas)
 from kvx.io.records import OutputRow
 
 
@@ -67,8 +67,9 @@ def read_done(path: str | None, schema: dict, fingerprint: Fingerprint, force: b
     done = DoneRows()
     if output_format(path) == "parquet":
         drop_merged_parts(p)
-        check_resume(parquet_fingerprints(p), fingerprint, path, force)
-        check_record_type(p, column_for(schema).type)
+        schemas = parquet_schemas(p)
+        check_resume(parquet_fingerprints(schemas), fingerprint, path, force)
+        check_record_type(schemas, column_for(schema).type)
         parquet_done_rows(p, done)
         return done
     check_resume(jsonl_fingerprints(p), fingerprint, path, force)
