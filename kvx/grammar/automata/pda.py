@@ -21,6 +21,7 @@ no transitions and no calls.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -73,9 +74,17 @@ class Program:
         a, b = int(self.call_ptr[s]), int(self.call_ptr[s + 1])
         return list(zip(self.call_rule[a:b].tolist(), self.call_ret[a:b].tolist()))
 
-    def pops(self, s: int) -> bool:
-        """Reaching s completes a frame that must be popped (a final state of a non-root rule)."""
-        return bool(self.final[s]) and int(self.rule_of[s]) != 0
+    @cached_property
+    def pop_states(self) -> np.ndarray:
+        """[N] bool: reaching the state completes a frame that must be popped (a final state of a
+        non-root rule)."""
+        return self.final & (self.rule_of != 0)
+
+    @cached_property
+    def call_starts(self) -> dict[int, list[tuple[int, int]]]:
+        """Calling state -> its calls as (the callee's start state, the return state)."""
+        return {s: [(int(self.rule_start[c]), r) for c, r in self.calls(s)]
+                for s in np.flatnonzero(np.diff(self.call_ptr) > 0).tolist()}
 
     def step(self, s: int, b: int) -> list[tuple[int | None, int]]:
         """Moves on byte b from state s: (pushed return state or None, next state)."""
@@ -83,8 +92,8 @@ class Program:
         t = int(self.trans[s, b])
         if t >= 0:
             out.append((None, t))
-        for callee, ret in self.calls(s):
-            t = int(self.trans[self.rule_start[callee], b])
+        for start, ret in self.call_starts.get(s, ()):
+            t = int(self.trans[start, b])
             if t >= 0:
                 out.append((ret, t))
         return out
@@ -97,7 +106,7 @@ class Program:
             for stack in current:
                 for ret, t in self.step(stack[-1], b):
                     grown = stack[:-1] + ((ret,) if ret is not None else ()) + (t,)
-                    while len(grown) > 1 and self.pops(grown[-1]):
+                    while len(grown) > 1 and self.pop_states[grown[-1]]:
                         grown = grown[:-1]
                     nxt.add(grown)
             current = nxt

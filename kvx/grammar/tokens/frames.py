@@ -48,7 +48,7 @@ class StateTokens:
 def boundary_of(program: Program) -> Boundary:
     """(state, byte) pairs that leave a frame: a callee's first bytes, anything after a final state."""
     has_calls = np.diff(program.call_ptr) > 0
-    pops = program.final & (program.rule_of != 0)
+    pops = program.pop_states
     states = np.flatnonzero(has_calls | pops)
     row = np.full(program.num_states, -1, dtype=np.int64)
     row[states] = np.arange(len(states))
@@ -59,8 +59,8 @@ def boundary_of(program: Program) -> Boundary:
         if pops[s]:
             table[k] = True
             continue
-        for callee, _ in program.calls(s):
-            table[k] |= program.trans[program.rule_start[callee]] >= 0
+        for start, _ in program.call_starts[s]:
+            table[k] |= program.trans[start] >= 0
     return Boundary(row, table)
 
 
@@ -72,9 +72,6 @@ class Frames:
         self.vocab = vocab
         self.matrix = token_matrix(vocab)
         self.edge = boundary_of(program)
-        self._calls = {s: [(int(program.rule_start[c]), r) for c, r in program.calls(s)]
-                       for s in np.flatnonzero(np.diff(program.call_ptr) > 0).tolist()}
-        self._pops = program.final & (program.rule_of != 0)
         self._states: dict[int, StateTokens] = {}
         if byte_dist is None:
             byte_dist = byte_distances(program, vocab.single_byte_tokens())
@@ -93,7 +90,7 @@ class Frames:
     def _walk(self, s: int):
         walk = walk_all_tokens(self.program.trans, self.edge, self.matrix, s)
         special: dict[int, tuple] = {}
-        ends_frame = self._pops[walk.nexts]
+        ends_frame = self.program.pop_states[walk.nexts]
         for tid in walk.ids[ends_frame].tolist():
             special[tid] = (("pop",),)
         ids, nexts = walk.ids[~ends_frame], walk.nexts[~ends_frame]
@@ -148,33 +145,21 @@ class Frames:
         return cached
 
     # ---- the slow path --------------------------------------------------------------------------
-    def steps(self, s: int, b: int) -> list[tuple[int | None, int]]:
-        """Moves on byte b from s: (pushed return state or None, next state)."""
-        out = []
-        t = int(self.program.trans[s, b])
-        if t >= 0:
-            out.append((None, t))
-        for start, ret in self._calls.get(s, ()):
-            t = int(self.program.trans[start, b])
-            if t >= 0:
-                out.append((ret, t))
-        return out
-
     def follow(self, s: int, data: bytes, i: int) -> list[Result]:
         """Results of the rest of a token, data[i:], from state s of the frame it started in."""
         out: list[Result] = []
         todo = [(s, i, ())]
         while todo:
             s, i, stack = todo.pop()
-            if self._pops[s]:  # the frame the token started in is complete: the rest is the caller's
+            if self.program.pop_states[s]:  # the frame the token started in is complete: the rest is the caller's
                 out.append(("pop",) if i == len(data) else ("dep", i))
                 continue
             if i == len(data):
                 out.append(("push", stack, s) if stack else ("stay", s))
                 continue
-            for ret, t in self.steps(s, data[i]):
+            for ret, t in self.program.step(s, data[i]):
                 st = stack if ret is None else stack + (ret,)
-                while self._pops[t] and st:  # a frame the token opened is complete
+                while self.program.pop_states[t] and st:  # a frame the token opened is complete
                     t, st = st[-1], st[:-1]
                 todo.append((t, i + 1, st))
         return list(dict.fromkeys(out))

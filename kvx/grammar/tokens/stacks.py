@@ -127,11 +127,11 @@ class TokenPDA:
 
     def walk_bytes(self, stacks: list[Stack], data: bytes) -> list[Stack]:
         """Stacks after `data`, byte by byte through calls and returns (the slow path)."""
-        pops = self.frames._pops
+        pops = self.program.pop_states
         for b in data:
             nxt = []
             for s, node in stacks:
-                for ret, t in self.frames.steps(s, b):
+                for ret, t in self.program.step(s, b):
                     below = node
                     if ret is not None:
                         if self.node_depth[node] >= self.max_depth:
@@ -235,7 +235,7 @@ class TokenPDA:
         live = np.zeros(256, dtype=bool)
         for s, _ in stacks:
             live |= trans[s] >= 0
-            for start, _ in self.frames._calls.get(s, ()):
+            for start, _ in self.program.call_starts.get(s, ()):
                 live |= trans[start] >= 0
         return live
 
