@@ -9,9 +9,13 @@ import math
 from decimal import Decimal
 from typing import Callable, Optional
 
+import numpy as np
+
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.determinize import compile_node
+from kvx.grammar.automata.determinize import compile_node, minimise, trim
 from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.dfa_ops import product
+from kvx.grammar.errors import TooLarge
 
 DIGIT = ra.byte_range(0x30, 0x39)
 NONZERO = ra.byte_range(0x31, 0x39)
@@ -141,9 +145,6 @@ def _frac_le(fd: str, strict: bool) -> ra.Node:
 
 def _intersect_nonempty(node: ra.Node) -> ra.Node:
     """Restrict '.'-suffixes to ones with at least one digit."""
-    from kvx.grammar.automata.determinize import compile_node
-    from kvx.grammar.automata.dfa_ops import product
-
     a = compile_node(node)
     b = compile_node(ra.seq(ra.lit("."), ra.plus(DIGIT)))
     if a is None or b is None:
@@ -187,9 +188,6 @@ def decimal_le(m: Decimal, strict: bool) -> ra.Node:
 
 
 def _magnitude_nonzero(node: ra.Node) -> ra.Node:
-    from kvx.grammar.automata.determinize import compile_node
-    from kvx.grammar.automata.dfa_ops import product
-
     a, b = compile_node(node), compile_node(NONZERO_UNSIGNED)
     if a is None or b is None:
         return ra.NOTHING
@@ -211,11 +209,6 @@ def multiple_of(m: Decimal, integer: bool, max_states: int) -> DFA:
     -?(0|[1-9][0-9]*) if `integer`, else decimals with an optional fraction. A value x is a multiple
     of a/10^d when x*10^d is divisible by a: the automaton keeps that remainder digit by digit
     (fraction digits past the d-th must be 0)."""
-    import numpy as np
-
-    from kvx.grammar.automata.determinize import minimise, trim
-    from kvx.grammar.errors import TooLarge
-
     a, d = _decimal_parts(m)
     if integer:  # x * 10^d divisible by a  <=>  x divisible by a / gcd(a, 10^d)
         a, d = a // math.gcd(a, 10 ** d), 0
