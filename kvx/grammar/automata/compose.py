@@ -9,6 +9,8 @@ labelled edge gets its own copy of its label's DFA, and an accepting state of a 
 network only needs real subset states where several copies are live at once (a few key prefixes
 and value ends): every other state is a singleton whose row is the copy's own row, moved with
 numpy. Bounded repetitions of a one-character automaton use `dfa_ops.repeat` (counter copies).
+Subset states are worked out a batch at a time (`_subset_rows`: one numpy pass over the rows of
+all their members; Python only for the cells where members disagree, once per distinct target set).
 
 The result is exact (same language as `determinize.compile_node`) and trimmed; small results
 are minimised, large ones are left as composed (components are minimal, so few equivalent states
@@ -27,6 +29,9 @@ from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.errors import TooLarge
 
 MINIMISE_UP_TO = 64  # states; Moore rounds on bigger results would cost more than they save
+PACKED_FROM = 256  # cells with several targets in a batch before deduplicating them with numpy pays
+PACKED_TARGETS = 4  # target sets up to this size are deduplicated with numpy
+SUBSET_BATCH = 4096  # member rows of the subset states worked out together (numpy per batch, not per state)
 
 
 class Composer:
@@ -184,13 +189,20 @@ class Composer:
         k = trans.shape[1]
         node_row = np.full((len(nodes), k), -1, dtype=np.int32)
         node_live = np.zeros((len(nodes), k), dtype=np.int64)
-        for i, e in enumerate(entries):
-            if i % 256 == 0:
-                deadline.check()
-            if e:
-                rows = trans[e]
-                node_live[i] = (rows >= 0).sum(axis=0)
-                node_row[i] = np.where(node_live[i] == 1, rows.max(axis=0), -1)
+        lens = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries))
+        filled = np.flatnonzero(lens)
+        # per node: how many entry copies move on each class, and where to if one does (in chunks
+        # of about SUBSET_BATCH entry rows, so the deadline is looked at between them)
+        ends = np.cumsum(lens[filled])
+        chunk_of = ends // SUBSET_BATCH
+        for c in np.unique(chunk_of).tolist():
+            deadline.check()
+            part = filled[chunk_of == c]
+            rows = trans[np.fromiter((q for i in part.tolist() for q in entries[i]), dtype=np.int64,
+                                     count=int(lens[part].sum()))]
+            firsts = np.concatenate([[0], np.cumsum(lens[part])[:-1]])
+            node_live[part] = np.add.reduceat((rows >= 0).astype(np.int64), firsts, axis=0)
+            node_row[part] = np.where(node_live[part] == 1, np.maximum.reduceat(rows, firsts, axis=0), -1)
         fin = np.zeros(total, dtype=bool)
         fin[acc_states] = np.array([f for _, f in info], dtype=bool)[which]
         has_entry = np.array([bool(e) for e in entries], dtype=bool)
@@ -207,6 +219,56 @@ class Composer:
             return entry_of[int(target_node[q])] | {q} if is_closure[q] else frozenset((q,))
 
         return is_closure, fin, closure, merged, closing[clash].tolist()
+
+    @staticmethod
+    def _subset_rows(trans: np.ndarray, members: list, successor) -> np.ndarray:
+        """The rows of a batch of subset states (each a sorted list of member states): where all
+        members that move agree, their target; where they differ, successor(the sorted distinct
+        targets), which may create new subset states."""
+        deadline.check()
+        counts = np.fromiter(map(len, members), dtype=np.int64, count=len(members))
+        firsts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        sub = trans[np.fromiter((q for m in members for q in m), dtype=np.int64, count=int(counts.sum()))]
+        rows = np.maximum.reduceat(sub, firsts, axis=0)  # -1 where no member moves
+        lo = np.minimum.reduceat(np.where(sub >= 0, sub, np.iinfo(np.int32).max), firsts, axis=0)
+        multi = (rows >= 0) & (lo != rows)
+        if not multi.any():
+            return rows
+        owner = np.repeat(np.arange(len(members)), counts)
+        m_idx, k_idx = np.nonzero(multi[owner] & (sub >= 0))
+        b_idx, t = owner[m_idx], sub[m_idx, k_idx]
+        order = np.lexsort((t, k_idx, b_idx))
+        b_idx, k_idx, t = b_idx[order], k_idx[order], t[order]
+        fresh = np.ones(len(t), dtype=bool)
+        fresh[1:] = (b_idx[1:] != b_idx[:-1]) | (k_idx[1:] != k_idx[:-1])
+        distinct = fresh.copy()
+        distinct[1:] |= t[1:] != t[:-1]  # two members moving to one target count once
+        b_idx, k_idx, t, fresh = b_idx[distinct], k_idx[distinct], t[distinct], fresh[distinct]
+        heads = np.flatnonzero(fresh)
+        t_list = t.tolist()
+        bounds = heads.tolist() + [len(t_list)]
+        if len(heads) <= PACKED_FROM:
+            new = [successor(tuple(t_list[bounds[g]:bounds[g + 1]])) for g in range(len(heads))]
+        else:  # many cells: most target sets are small and repeat, look each distinct one up once
+            sizes = np.diff(bounds)
+            group = np.repeat(np.arange(len(heads)), sizes)
+            small = sizes <= PACKED_TARGETS
+            packed = np.full((len(heads), PACKED_TARGETS), -1, dtype=np.int32)
+            on = small[group]
+            packed[group[on], (np.arange(len(t_list)) - heads[group])[on]] = t[on]
+            firsts, inverse = row_groups(packed[small])
+            new = np.empty(len(heads), dtype=np.int64)
+            found = []
+            for targets in packed[small][firsts].tolist():
+                if len(found) % 1024 == 1023:
+                    deadline.check()
+                found.append(successor(tuple(x for x in targets if x >= 0)))
+            new[small] = np.array(found, dtype=np.int64)[inverse]
+            for g in np.flatnonzero(~small).tolist():
+                deadline.check()
+                new[g] = successor(tuple(t_list[bounds[g]:bounds[g + 1]]))
+        rows[b_idx[heads], k_idx[heads]] = new
+        return rows
 
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
@@ -249,7 +311,7 @@ class Composer:
         while changed:  # fixpoint; reverse order converges in one or two passes on chains
             changed = False
             for i, u in enumerate(with_succ):
-                if i % 4096 == 0:
+                if i % 1024 == 0:
                     deadline.check()
                 e, f = ebits[u], fbits[u]
                 for w in succ[u]:
@@ -268,9 +330,18 @@ class Composer:
             if hit is None:
                 if len(closure_memo) % 256 == 0:
                     deadline.check()
-                bits = np.unpackbits(np.frombuffer(ebits[v].to_bytes(n_bytes, "little"), dtype=np.uint8),
-                                     bitorder="little")  # which copies leave X(v), at numpy speed
-                hit = closure_memo[v] = (frozenset(starts_a[np.flatnonzero(bits)].tolist()), fbits[v])
+                e = ebits[v]
+                if e.bit_count() <= 32:  # few copies: walk the set bits
+                    members = []
+                    while e:
+                        low = e & -e
+                        members.append(starts[low.bit_length() - 1])
+                        e ^= low
+                else:  # which copies leave X(v), at numpy speed
+                    bits = np.unpackbits(np.frombuffer(e.to_bytes(n_bytes, "little"), dtype=np.uint8),
+                                         bitorder="little")
+                    members = starts_a[np.flatnonzero(bits)].tolist()
+                hit = closure_memo[v] = (frozenset(members), fbits[v])
             return hit
 
         if total == 0:
@@ -283,7 +354,9 @@ class Composer:
         reps, joint = column_classes(np.stack(list(distinct.values())))  # [U, 256]: bytes alike
         gathered: dict[int, np.ndarray] = {}
         parts, sizes, accs = [], [], []
-        for _, b, d in copies:
+        for i, (_, b, d) in enumerate(copies):
+            if i % 4096 == 4095:
+                deadline.check()
             g = gathered.get(id(d))
             if g is None:
                 g = gathered[id(d)] = d.trans[:, d.cob[reps]]
@@ -291,10 +364,12 @@ class Composer:
             sizes.append(d.num_states)
             accs.append(d.accepting)
         sizes_a = np.array(sizes, dtype=np.int64)
+        deadline.check()
         trans = np.concatenate(parts)
         trans = np.where(trans >= 0, trans + np.repeat(np.array(offsets, dtype=np.int32), sizes_a)[:, None],
                          -1).astype(np.int32)
         copy_acc = np.concatenate(accs)
+        deadline.check()
         target_node = np.repeat(np.array([b for _, b, _ in copies], dtype=np.int64), sizes_a)
         # non-plain states: accepting in their copy, with something to continue into
         is_closure, fin, closure, merged, clashing = self._closures(trans, copy_acc, target_node, node_closure)
@@ -328,33 +403,30 @@ class Composer:
             return empty_word() if final0 else None
         start = id_of(entry0, final0 or bool(fin[list(entry0)].any()))
         rows_for: dict[int, np.ndarray] = {}
-        done = 0
+        fin_list = fin.tolist()
+        by_targets: dict[tuple, int] = {}  # the subset state a set of targets leads to
+
+        def successor(targets: tuple) -> int:
+            hit = by_targets.get(targets)
+            if hit is None:
+                union: set = set()
+                for t in targets:
+                    union |= closure(t)
+                hit = by_targets[targets] = id_of(frozenset(union), any(fin_list[t] for t in targets))
+            return hit
+
         while todo:
-            done += 1
-            if done % 64 == 0:
-                deadline.check()
-            j, members = todo.pop()
-            sub = trans[sorted(members)]
-            if sub.shape[0] == 1:
-                row = sub[0].copy()
-            else:
-                hi = sub.max(axis=0)
-                lo = np.where(sub >= 0, sub, np.iinfo(np.int32).max).min(axis=0)
-                row = np.where(hi >= 0, hi, -1).astype(np.int32)
-                multi = np.flatnonzero((hi >= 0) & (lo != hi))
-                if len(multi):
-                    firsts, inverse = row_groups(sub[:, multi].T)
-                    for g, col in enumerate(sub[:, multi[firsts]].T.tolist()):
-                        targets = {t for t in col if t >= 0}
-                        union: set = set()
-                        for t in targets:
-                            union |= closure(t)
-                        new = id_of(frozenset(union), bool(fin[list(targets)].any()))
-                        row[multi[inverse == g]] = new
-            if j < total:
-                rows_for[j] = row
-            else:
-                extra_rows[j - total] = row
+            size, rows_in = 0, 0
+            while size < len(todo) and rows_in < SUBSET_BATCH:
+                rows_in += len(todo[size][1])
+                size += 1
+            batch = todo[:size]
+            del todo[:size]
+            for (j, _), row in zip(batch, self._subset_rows(trans, [sorted(m) for _, m in batch], successor)):
+                if j < total:
+                    rows_for[j] = row
+                else:
+                    extra_rows[j - total] = row
         if rows_for:
             keys = np.fromiter(rows_for.keys(), dtype=np.int64, count=len(rows_for))
             trans[keys] = np.stack(list(rows_for.values()))

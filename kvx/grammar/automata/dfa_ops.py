@@ -60,10 +60,14 @@ def trimmed_minimal(trans: np.ndarray, accepting: np.ndarray, start: int, cob: n
     """Trimmed, and minimised when small (Moore rounds grow with the longest string), so equal
     languages give identical tables; None if the language is empty."""
     c = trim_classes(trans, accepting, start, cob)
-    if c is not None and c.num_states <= MINIMISE_UP_TO:
-        t, acc, s = minimise(c.trans, c.accepting, c.start)
-        c = CDFA(t, acc, s, c.cob)
-    return c
+    return None if c is None else minimal(c.trans, c.accepting, c.start, c.cob)
+
+
+def minimal(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray) -> CDFA:
+    """A DFA already trimmed, minimised when small (see trimmed_minimal)."""
+    if trans.shape[0] <= MINIMISE_UP_TO:
+        trans, accepting, start = minimise(trans, accepting, start)
+    return CDFA(trans, accepting, start, cob)
 
 
 def repeat(x: DFA, lo: int, hi: Optional[int], max_states: int = DEFAULT_MAX_STATES) -> CDFA:

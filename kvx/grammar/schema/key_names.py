@@ -15,13 +15,11 @@ import numpy as np
 
 from kvx.grammar.automata.cdfa import CDFA, column_classes, trie
 from kvx.grammar.automata.dfa import DFA
-from kvx.grammar.automata.dfa_ops import trimmed_minimal
+from kvx.grammar.automata.dfa_ops import minimal
 from kvx.grammar.schema import strings
 
 # character -> the byte after the backslash of its short escape
 SHORT_ESCAPES = {chr(cp): esc[1] for cp, esc in strings.SHORT_ESCAPES.items()}
-# per trie node: 0 between characters, 1 after \, 2 after \u, 3 after \u0, 4 after \u00, 5 + h after \u00h (h < 8)
-PER_NODE = 13
 
 
 def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
@@ -38,27 +36,34 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     if min(esc, u, u0, u00, *u00h) < 0 or any(int(b[s0, c]) != s0 for c in range(0x20, 0x80) if c not in (0x22, 0x5C)):
         return None  # not a body whose start is the state between characters: the product decides
     children, is_name = trie(names)
-    nb, nt = b.shape[0], len(children)
-    template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)
-    trans = np.concatenate([b.astype(np.int32), np.tile(template, (nt, 1))])
-    rows = nb + PER_NODE * np.arange(nt)
+    nb = b.shape[0]
+    # rows per trie node: 0 between characters, 1 after \, 2 after \u, 3 after \u0, 4 after \u00,
+    # then one after \u00h for each high nibble h its children use (other nibbles go on in the body)
+    nibbles = [sorted({ord(ch) >> 4 for ch in kids}) for kids in children]
+    base = nb + np.concatenate([[0], np.cumsum([5 + len(h) for h in nibbles])]).astype(np.int64)
+    template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)  # by kind
+    row_kind = np.concatenate([np.r_[0:5, [5 + h for h in hs]] for hs in nibbles]).astype(np.int64)
+    trans = np.concatenate([b.astype(np.int32), template[row_kind]])
+    rows = base[:-1]
     trans[rows, ord("\\")] = rows + 1
     trans[rows + 1, ord("u")] = rows + 2
     trans[rows + 2, ord("0")] = rows + 3
     trans[rows + 3, ord("0")] = rows + 4
-    for h in range(8):
-        trans[rows + 4, ord(str(h))] = rows + 5 + h
     for t, kids in enumerate(children):  # the spellings that lead to a child; the rest stay FREE
-        r = nb + PER_NODE * t
+        r = int(base[t])
+        after_nibble = {h: r + 5 + i for i, h in enumerate(nibbles[t])}
+        for h, row in after_nibble.items():
+            trans[r + 4, ord(str(h))] = row
         for ch, c in kids.items():
-            target, code = nb + PER_NODE * c, ord(ch)
+            target, code = int(base[c]), ord(ch)
             if code >= 0x20 and ch not in '"\\':
                 trans[r, code] = target
             if ch in SHORT_ESCAPES:
                 trans[r + 1, SHORT_ESCAPES[ch]] = target
             for digit in {format(code & 15, "x"), format(code & 15, "X")}:
-                trans[r + 5 + (code >> 4), ord(digit)] = target
-    accepting = np.concatenate([body.accepting.astype(bool), np.zeros(PER_NODE * nt, dtype=bool)])
+                trans[after_nibble[code >> 4], ord(digit)] = target
+    accepting = np.concatenate([body.accepting.astype(bool), np.zeros(len(row_kind), dtype=bool)])
     accepting[rows] = ~np.array(is_name)
     reps, cob = column_classes(trans)
-    return trimmed_minimal(np.ascontiguousarray(trans[:, reps]), accepting, int(rows[0]), cob)
+    # every row is reachable from the root and can still end the body: no trimming walk needed
+    return minimal(np.ascontiguousarray(trans[:, reps]), accepting, int(rows[0]), cob)

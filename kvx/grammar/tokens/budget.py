@@ -52,6 +52,8 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     call_start = program.rule_start[program.call_rule].astype(np.int64)
     call_ret = program.call_ret.astype(np.int64)
     dist = np.full(n, INF, dtype=np.int32)
+    known = np.zeros(n, dtype=bool)  # dist < INF, kept up to date (no [n] pass per level)
+    here = np.zeros(n, dtype=bool)  # the frontier as a mask, cleared after use
     pending: dict[int, list] = {0: [np.flatnonzero(program.final)]}
     while pending:
         deadline.check()
@@ -60,15 +62,15 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
         frontier = frontier[dist[frontier] == INF]
         while len(frontier):  # calls whose return state is final add states at this very level
             dist[frontier] = level
-            here = np.zeros(n, dtype=bool)
+            known[frontier] = True
             here[frontier] = True
             cand = neighbours(frontier, starts, counts, preds)
             cand = cand[dist[cand] == INF]
             if len(cand):
                 pending.setdefault(level + 1, []).append(cand)
-            known = dist < INF
             via_ret = here[call_ret] & known[call_start]
             via_callee = here[call_start] & known[call_ret] & ~via_ret
+            here[frontier] = False
             extra = np.concatenate([call_src[via_ret], call_src[via_callee]])
             cost = np.concatenate([level + dist[call_start[via_ret]], dist[call_ret[via_callee]] + level])
             keep = dist[extra] == INF
