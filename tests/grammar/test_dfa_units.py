@@ -275,3 +275,26 @@ def test_fast_compile_matches_nfa_route():
         assert live.all()
         for w in _words(rng) + [b"ab" + w + b"c" for w in _words(rng)]:
             assert fast.accepts(w) == ref.accepts(w), w
+
+
+@pytest.mark.parametrize("packed_from", [0, None])
+def test_batched_subset_states_match_nfa_route(monkeypatch, packed_from):
+    """Many copies live at once (keys sharing prefixes, each with its own continuation, the shape
+    of an object with optional members): the batched subset construction accepts exactly what the
+    NFA route accepts, with the cells where members disagree looked up one by one or deduplicated
+    with numpy (packed_from=0: every batch; target sets past PACKED_TARGETS take the one-by-one path)."""
+    from kvx.grammar.automata import compose
+
+    if packed_from is not None:
+        monkeypatch.setattr(compose, "PACKED_FROM", packed_from)
+    rng = random.Random(5)
+    words = sorted({"".join(rng.choice("abcd") for _ in range(rng.randint(1, 6))) for _ in range(300)})
+    tails = [ra.rep(ra.chars("xyz"[: 1 + i % 3]), i % 2, 1 + i % 4) for i in range(len(words))]
+    node = ra.rep(ra.alt(*(ra.seq(ra.lit(w), t, ra.lit(";")) for w, t in zip(words, tails))), 0, 3)
+    ref, fast = compile_node(node), compose.fast_compile(node)
+    samples = [b""] + [("".join(rng.choice(words) + rng.choice(["", "x", "xy", "zz", "yyy"]) + ";"
+                                for _ in range(rng.randint(1, 3)))).encode() for _ in range(400)]
+    samples += [w[:-1] for w in samples[1:50]] + [w + b"a" for w in samples[1:50]]
+    assert any(ref.accepts(w) for w in samples) and not all(ref.accepts(w) for w in samples)
+    for w in samples:
+        assert fast.accepts(w) == ref.accepts(w), w

@@ -77,6 +77,9 @@ class Composer:
         if hit is None:
             if not all(masks):
                 hit = ra.NOTHING
+            elif all(m.bit_count() == 1 for m in masks):  # a plain literal (keys, punctuation): no numpy pass
+                hit = ra.Embed(None)
+                self.memo[id(hit)] = (hit, _literal_chain([m.bit_length() - 1 for m in masks]))
             else:
                 bits = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(32, "little") for m in masks),
                                                    dtype=np.uint8).reshape(len(masks), 32), axis=1,
@@ -465,6 +468,23 @@ class Composer:
             t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
             dfa = CDFA(t, a, s, dfa.cob)
         return dfa
+
+
+def _literal_chain(text: list[int]) -> CDFA:
+    """The n + 1 state chain spelling the bytes `text`, with the byte classes column_classes
+    would give it (the literal's bytes, one class each, and the rest; numbered by first byte)."""
+    distinct = sorted(set(text))
+    rest = next(b for b in range(256) if b not in distinct) if len(distinct) < 256 else None
+    firsts = sorted(distinct + ([rest] if rest is not None else []))
+    rank = {b: i for i, b in enumerate(firsts)}
+    cob = np.full(256, rank[rest] if rest is not None else 0, dtype=np.int64)
+    cob[distinct] = [rank[b] for b in distinct]
+    n = len(text)
+    trans = np.full((n + 1, len(firsts)), -1, dtype=np.int32)
+    trans[np.arange(n), [rank[b] for b in text]] = np.arange(1, n + 1, dtype=np.int32)
+    acc = np.zeros(n + 1, dtype=bool)
+    acc[n] = True
+    return CDFA(trans, acc, 0, cob)
 
 
 def fast_compile(node: ra.Node, max_states: int = DEFAULT_MAX_STATES) -> DFA | None:
