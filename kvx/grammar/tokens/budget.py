@@ -131,11 +131,15 @@ class TokenDistances:
     def _all_byte_steps(self, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
         """Per state: the usable byte closest to the rule's end (lowest on ties) and its cost."""
         trans = self.program.trans
-        byte, cost = np.empty(len(trans), np.int64), np.empty(len(trans), np.int64)
-        for a in range(0, len(trans), chunk):  # chunks bound the [states, 256] temporaries
-            d = np.where(self.usable[None, :], self._ext[trans[a : a + chunk]], INF)
-            byte[a : a + chunk] = d.argmin(axis=1)
-            cost[a : a + chunk] = d[np.arange(len(d)), byte[a : a + chunk]]
+        reps = np.sort(_class_reps(self.program, self.usable))  # each class's lowest usable byte
+        byte, cost = np.zeros(len(trans), np.int64), np.full(len(trans), INF, np.int64)
+        if not len(reps):
+            return byte, cost
+        for a in range(0, len(trans), chunk):  # chunks bound the [states, classes] temporaries
+            d = self._ext[trans[a : a + chunk][:, reps]]
+            best = d.argmin(axis=1)  # the first, so the lowest byte, among the closest
+            cost[a : a + chunk] = d[np.arange(len(d)), best]
+            byte[a : a + chunk] = reps[best]
         return byte, cost
 
     def _step(self, s: int):
