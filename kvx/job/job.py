@@ -62,6 +62,7 @@ class JobOutcome:
     copied_fields: Counter = field(default_factory=Counter)  # pointer -> records copying it there
     calibration_points: int = 0  # decision points the content-free runs calibrated
     channel_requests: int = 0  # scoring requests run for --choices channel
+    channel_prompt_tokens: int = 0  # their prompt tokens (in their rows' usage too)
 
 
 class Job:
@@ -165,7 +166,13 @@ class Job:
         tokenizer, context = self.builder.tokenizer, self.runtime.max_model_len
         reqs = [r for a in attempts for r in scoring_requests(self._channel, tokenizer, a.text, str(a.record.index), context)]
         self.outcome.channel_requests += len(reqs)
-        scores = collect(self._channel, self._generate(reqs))
+        results = list(self._generate(reqs))
+        by_key = {str(a.record.index): a for a in attempts}
+        for r in results:  # the scoring prompts are read for this row: its usage counts them
+            u = r.usage
+            by_key[r.user_data[0]].usage.add(u.prompt_tokens, u.cached_prompt_tokens, u.generated_tokens)
+            self.outcome.channel_prompt_tokens += u.prompt_tokens
+        scores = collect(self._channel, results)
         for a in attempts:
             a.hook = ChannelHook(self._channel, scores.get(str(a.record.index), ChannelScores()), self.calibration)
 

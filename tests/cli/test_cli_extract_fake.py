@@ -227,4 +227,8 @@ def test_channel_windows_keep_every_record_and_its_retries(tmp_path):
     s = json.loads(stats.read_text())
     assert s["choices"] == "channel" and s["channel_requests"] == 13 * n  # ticket.json: 6 + 4 + 3 enum values
     _, out2 = extract(tmp_path, "--ordered", "--choices", "calibrated", input=src, out="calibrated.jsonl")
-    assert [(r["id"], r["status"], r["attempts"]) for r in read_jsonl(out2)] == [(r["id"], r["status"], r["attempts"]) for r in rows]
+    calibrated = read_jsonl(out2)
+    assert [(r["id"], r["status"], r["attempts"]) for r in calibrated] == [(r["id"], r["status"], r["attempts"]) for r in rows]
+    # the scoring prompts count in each row's usage: 13 of them a record, beyond what calibrated reads
+    extra = [a["usage"]["prompt_tokens"] - b["usage"]["prompt_tokens"] for a, b in zip(rows, calibrated)]
+    assert all(x > 13 for x in extra) and sum(extra) == s["channel_prompt_tokens"]
