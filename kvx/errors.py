@@ -20,6 +20,11 @@ class KvxError(Exception):
         return self.template.replace("{option}", name)
 
 
+def one_line(err: object, limit: int) -> str:
+    """An error's text (a library's, often several lines) as one line of at most `limit` characters."""
+    return " ".join(str(err).split())[:limit]
+
+
 class ModelError(KvxError):
     """A model path is missing, unreadable, corrupt, or of an unsupported architecture."""
 

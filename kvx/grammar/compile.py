@@ -12,7 +12,7 @@ from functools import lru_cache
 from kvx.grammar import cache as _cache
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
-from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.errors import TooLarge, too_large
 from kvx.grammar.options import GrammarOptions
 from kvx.grammar.tokens.budget import token_prefixes
 from kvx.grammar.tokens.matcher import Matcher
@@ -83,7 +83,7 @@ def compile_schema(
             try:
                 pda = TokenPDA(program, vocab, max_depth=max_depth)
             except TooLarge as err:
-                raise UnsupportedSchema(f"schema too large for the automaton at / ({err})", None, "") from None
+                raise too_large("/", err, pointer="") from None
         warnings, post_checks = list(compiled.warnings), list(compiled.post_checks)
         if path is not None:
             _cache.store(path, program, pda.byte_dist, warnings, post_checks)

@@ -14,3 +14,10 @@ class UnsupportedSchema(KvxError):
         super().__init__(message)
         self.keyword = keyword
         self.pointer = pointer
+
+
+def too_large(where: str, why: object, keyword: str | None = None, pointer: str | None = None) -> UnsupportedSchema:
+    """The refusal of a schema the automaton cannot hold (state cap, deadline, a count limit):
+    `where` as the message shows it, `why` the limit hit; `pointer` defaults to `where`."""
+    return UnsupportedSchema(f"schema too large for the automaton at {where} ({why})", keyword,
+                             where if pointer is None else pointer)

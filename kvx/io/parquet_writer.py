@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kvx.errors import ConfigError, OutputError
+from kvx.errors import ConfigError, OutputError, one_line
 from kvx.io.arrow_schema import Column, output_schema
 from kvx.io.commit_policy import BufferedWriter, CommitPolicy, fsync_dir
 from kvx.io.done_rows import DoneRows
@@ -72,7 +72,7 @@ class ParquetWriter(BufferedWriter):
             try:
                 merge_parts(self.path, self.schema)
             except self.io_errors as e:
-                reason = " ".join(str(e).split())[:300]
+                reason = one_line(e, 300)
                 raise OutputError(f"cannot merge the parts of {self.path} ({reason}); the committed rows stay "
                                   f"in {self.parts}/: fix it and rerun with --resume") from None
         return n

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from kvx.errors import ConfigError
+from kvx.errors import ConfigError, one_line
 from kvx.io.duplicates import flag_duplicates
 from kvx.io.ids import record_id
 from kvx.io.json_values import decode_problem, surrogate_at, value_problem
@@ -107,7 +107,7 @@ def _parse_json_line(raw: bytes) -> tuple[dict | None, str | None]:
     except RecursionError:
         return None, "not usable JSON (nested too deeply)"
     except ValueError as e:  # e.g. an integer of more than 4,300 digits
-        return None, f"not usable JSON ({' '.join(str(e).split())[:120]})"
+        return None, f"not usable JSON ({one_line(e, 120)})"
     if not isinstance(value, dict):
         return None, f"expected a JSON object, got {type(value).__name__}"
     problem = value_problem(value)  # the id is still read from a refused record, for its row
@@ -218,7 +218,7 @@ def _read_parquet(pf, id_field: str, batch_size: int = 1024) -> Iterator[InputRe
                     number += 1
                     yield _record(number - 1, number, f"row {number}", row, None, id_field)
         except Exception as e:  # noqa: BLE001 - pyarrow raises OSError, ArrowInvalid, ... for a bad page
-            reason = " ".join(str(e).split())[:200]
+            reason = one_line(e, 200)
             problem = f"unreadable: row group {g + 1} of {groups} (rows {first}-{end}) is damaged ({reason})"
             ids = _group_ids(pf, g, id_field, first)
             while number < end:

@@ -29,7 +29,7 @@ from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, scorin
 from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.engine.api import ChoiceHook, Constraint, Request, Result, SamplingParams
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
-from kvx.errors import KvxError, OutputClosed, OutputError
+from kvx.errors import KvxError, OutputClosed, OutputError, one_line
 from kvx.io.done_rows import DoneRows
 from kvx.io.readers import InputSource
 from kvx.io.records import InputRecord, OutputRow, RowUsage
@@ -192,7 +192,7 @@ class Job:
         except PromptError as e:
             return self._fail(record, str(e))
         except (TypeError, ValueError, UnicodeError, RecursionError) as e:  # what a tokenizer raises on odd text
-            return self._fail(record, f"cannot tokenize the text ({type(e).__name__}: {' '.join(str(e).split())[:160]})")
+            return self._fail(record, f"cannot tokenize the text ({type(e).__name__}: {one_line(e, 160)})")
         room = self.runtime.max_model_len - len(ids)
         if room < MIN_ROOM:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "

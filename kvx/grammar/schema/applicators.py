@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
-from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.errors import UnsupportedSchema, too_large
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.negate import Negator
 from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
@@ -60,8 +60,7 @@ class Applicators:
         out = [x + y for x in a for y in b]
         if len(out) > MAX_ALTERNATIVES:
             where = self.doc.where(ptr)
-            raise UnsupportedSchema(f"schema too large for the automaton at {where} (more than "
-                                    f"{MAX_ALTERNATIVES} anyOf/oneOf/if combinations)", None, where)
+            raise too_large(where, f"more than {MAX_ALTERNATIVES} anyOf/oneOf/if combinations")
         return out
 
     def _union(self, parts: list[list], ptr: str) -> list:

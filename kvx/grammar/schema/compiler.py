@@ -13,7 +13,7 @@ from jsonschema.validators import validator_for
 
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
-from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.refs import named_dialect
 from kvx.grammar.options import GrammarOptions, Whitespace
 from kvx.grammar.schema.rules import RuleBuilder
@@ -84,7 +84,7 @@ def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
     try:
         program = builder.program()
     except TooLarge as err:
-        raise UnsupportedSchema(f"schema too large for the automaton at / ({err})", None, "") from None
+        raise too_large("/", err, pointer="") from None
     if program is None:
         raise UnsupportedSchema("schema admits no JSON value at /", None, "")
     return CompiledSchema(program=program, warnings=builder.notes.warnings, post_checks=builder.notes.post_checks,

@@ -15,7 +15,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product
-from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import strings
 from kvx.grammar.schema.containers import Body
@@ -138,8 +138,7 @@ class ObjectBody(Body):
         patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
         if len(patterns) > MAX_PATTERNS:
             where = self.s.notes.where(self.alt[0].ptr)
-            raise UnsupportedSchema(f"schema too large for the automaton at {where} (more than {MAX_PATTERNS} "
-                                    "patternProperties in one object)", "patternProperties", where)
+            raise too_large(where, f"more than {MAX_PATTERNS} patternProperties in one object", "patternProperties")
         regions = []
         for size in range(len(patterns) + 1):
             for chosen in combinations(patterns, size):

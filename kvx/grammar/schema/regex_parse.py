@@ -13,7 +13,7 @@ from functools import lru_cache
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.schema import strings
-from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 
 DIGITS = ((0x30, 0x39),)
 WORD = cs.normalise([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -299,4 +299,4 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):
     except PatternError as err:
         raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({err}) at {pointer}", "pattern", pointer) from None
     except TooLarge as err:
-        raise UnsupportedSchema(f"schema too large for the automaton at {pointer} ({err})", "pattern", pointer) from None
+        raise too_large(pointer, err, "pattern") from None

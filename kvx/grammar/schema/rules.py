@@ -17,7 +17,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import literal_set
 from kvx.grammar.automata.compose import Composer
 from kvx.grammar.automata.pda import Program, call_symbol, link
-from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.applicators import Alternative, Applicators
 from kvx.grammar.schema.arrays import ArrayBody
 from kvx.grammar.schema.keywords import TYPES, Notes
@@ -80,7 +80,7 @@ class RuleBuilder:
             return self._composer.build(node)
         except TooLarge as err:
             display = self.doc.where(where)
-            raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})", None, display) from None
+            raise too_large(display, err) from None
 
     def alternatives(self, pointers: tuple) -> list[Alternative]:
         return self.apps.alternatives(pointers)
@@ -107,8 +107,7 @@ class RuleBuilder:
                 hit = self._slot(pointers, context)
             except TooLarge as err:
                 display = self.doc.where(where)
-                raise UnsupportedSchema(f"schema too large for the automaton at {display} ({err})",
-                                        None, display) from None
+                raise too_large(display, err) from None
             self._values[(pointers, context)] = hit
         return hit
 

@@ -11,7 +11,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product, repeat
-from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, Notes
@@ -181,8 +181,7 @@ class Scalars:
         try:
             return numbers.multiple_of(d, integer, self.max_states), d != d.to_integral_value()
         except TooLarge:
-            raise UnsupportedSchema(f"schema too large for the automaton at {self.where(ptr)} "
-                                    f"(multipleOf {m})", "multipleOf", self.where(ptr)) from None
+            raise too_large(self.where(ptr), f"multipleOf {m}", "multipleOf") from None
 
     def combine(self, dfas: list, minus: list = ()) -> ra.Node:
         """The intersection of `dfas` without the words of `minus`, as an embedded DFA."""
