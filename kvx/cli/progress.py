@@ -121,8 +121,7 @@ def print_summary(stats: dict) -> None:
         rows.append(("ranked choices", f"{e.get('ranked_choices', 0)} ({e.get('choices_overruling_greedy', 0)} "
                                        f"unlike greedy; {stats['choices']})"))
     if stats["channel_requests"]:
-        rows.append(("channel scoring", f"{stats['channel_requests']} requests, {stats['channel_prompt_tokens']} prompt "
-                                        "tokens (in the rows' usage)"))
+        rows.append(("channel scoring", f"{stats['channel_requests']} requests, {stats['channel_prompt_tokens']:,} tokens"))
     if stats["truncated_records"]:
         rows.append(("truncated", f"{stats['truncated_records']} records, {stats['truncated_tokens']} tokens cut "
                                   f"(--truncate {stats['truncate']})"))
