@@ -111,7 +111,7 @@ def main() -> None:
     for name, r in (("channel", k), ("calibrated", c)):
         print(f"{name} cost: {r['seconds'] / g['seconds']:.2f}x the greedy run's time, "
               f"{(r['seconds'] / r['generated_tokens']) / (g['seconds'] / g['generated_tokens']):.2f}x its time per output "
-              f"token (the records differ, so do their lengths; channel adds {r['channel_requests']} scoring requests)")
+              f"token (the records differ, so do their lengths; {r['channel_requests']} scoring requests)")
     p = run_transformers(peer_records, args.max_tokens, args.batch)
     subset = f" (subset: first {len(peer_records)} of {len(records)} records)" if len(peer_records) < len(records) else ""
     print(f"transformers generate: {p['records']} records in {p['seconds']:.1f} s = {p['records_per_s']:.2f} records/s, "
