@@ -26,20 +26,12 @@ def describe_fields(schema: dict) -> str:
 
 
 def top_level_properties(schema: dict) -> dict[str, Any]:
-    """The root object's properties, each with its local `$ref`s (and a lone `allOf` member, as
-    Pydantic v1 wraps a referenced enum) merged in: what the record's top-level fields accept."""
+    """The root object's properties, resolved as the field list reads them (local `$ref`s and a lone
+    `allOf` member merged in): what the record's top-level fields accept."""
     d = _Describer(schema)
     root, seen = d.resolve(schema, ())
     props = root.get("properties") if isinstance(root, dict) else None
-    out = {}
-    for name, sub in (props or {}).items():
-        sub, sub_seen = d.resolve(sub, seen)
-        if isinstance(sub, dict) and isinstance(sub.get("allOf"), list) and len(sub["allOf"]) == 1:
-            inner, _ = d.resolve(sub["allOf"][0], sub_seen)
-            if isinstance(inner, dict):
-                sub = {**inner, **{k: v for k, v in sub.items() if k != "allOf"}}
-        out[name] = sub
-    return out
+    return {name: d.resolve(sub, seen)[0] for name, sub in (props or {}).items()}
 
 
 class _Describer:
@@ -47,15 +39,23 @@ class _Describer:
         self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor
 
     def resolve(self, node: Any, seen: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
-        while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
-            try:
-                target = self.doc.resolve(node["$ref"], "")
-            except UnsupportedSchema:  # points nowhere: nothing to describe
-                return {}, seen
-            if target in seen:
-                return {}, seen
-            seen = (*seen, target)
-            node = {**self.doc.at(target), **{k: v for k, v in node.items() if k != "$ref"}}
+        """`node` with its local `$ref` followed and a lone `allOf` member (Pydantic v1 wraps a
+        referenced model or enum so) merged in, the node's own keys winning; `seen`: the targets
+        followed on this path, so recursion stops."""
+        while isinstance(node, dict):
+            if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
+                try:
+                    target = self.doc.resolve(node["$ref"], "")
+                except UnsupportedSchema:  # points nowhere: nothing to describe
+                    return {}, seen
+                if target in seen:
+                    return {}, seen
+                seen = (*seen, target)
+                node = {**self.doc.at(target), **{k: v for k, v in node.items() if k != "$ref"}}
+            elif isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
+                node = {**node["allOf"][0], **{k: v for k, v in node.items() if k != "allOf"}}
+            else:
+                break
         return node, seen
 
     def lines(self, node: Any, depth: int, seen: tuple[str, ...]) -> list[str]:

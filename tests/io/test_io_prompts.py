@@ -74,6 +74,10 @@ def test_fields_follow_refs_nesting_bounds_and_descriptions():
     assert text.startswith("- root: object with the fields below — A tree node.\n  - kids: list of")
     assert len(text.splitlines()) < 10  # recursion stops
     assert describe_fields({"enum": ["a", "b"]}) == '- the value: one of "a", "b"'
+    pydantic_v1 = {"definitions": {"Kind": {"title": "Kind", "enum": ["a", "b"], "type": "string"}},
+                   "type": "object", "required": ["kind"],
+                   "properties": {"kind": {"allOf": [{"$ref": "#/definitions/Kind"}], "description": "Its kind."}}}
+    assert describe_fields(pydantic_v1) == '- kind: one of "a", "b" — Its kind.'  # a lone allOf member is read
 
 
 @pytest.mark.parametrize("keep", ["head", "tail", "middle"])
