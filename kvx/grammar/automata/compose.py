@@ -18,6 +18,8 @@ remain; the token FSM does not need minimality).
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from kvx.grammar.automata import deadline
@@ -224,7 +226,8 @@ class Composer:
         return is_closure, fin, closure, merged, closing[clash].tolist()
 
     @staticmethod
-    def _subset_rows(trans: np.ndarray, members: list, successor) -> np.ndarray:
+    def _subset_rows(trans: np.ndarray, members: list[list[int]],
+                     successor: Callable[[tuple[int, ...]], int]) -> np.ndarray:
         """The rows of a batch of subset states (each a sorted list of member states): where all
         members that move agree, their target; where they differ, successor(the sorted distinct
         targets), which may create new subset states."""
