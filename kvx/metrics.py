@@ -14,6 +14,7 @@ ADDING_UP = ("requests_done", "requests_failed", "prompt_tokens", "cached_prompt
              "choices_overruling_greedy", "choice_fork_tokens", "vetoed_tokens", "steps", "preemptions",
              "evicted_blocks", "model_seconds", "sample_seconds")
 
+
 @dataclass
 class EngineMetrics:
     batch_tokens: int = 0  # the step token budget, the denominator of batch utilisation

@@ -164,17 +164,17 @@ class Job:
 
     def _score_channel(self, attempts: list[Attempt]) -> None:
         tokenizer, context = self.builder.tokenizer, self.runtime.max_model_len
-        reqs = [r for a in attempts for r in scoring_requests(self._channel, tokenizer, a.text, str(a.record.index), context)]
+        by_key = {str(a.record.index): a for a in attempts}
+        reqs = [r for key, a in by_key.items() for r in scoring_requests(self._channel, tokenizer, a.text, key, context)]
         self.outcome.channel_requests += len(reqs)
         results = list(self._generate(reqs))
-        by_key = {str(a.record.index): a for a in attempts}
         for r in results:  # the scoring prompts are read for this row: its usage counts them
             u = r.usage
             by_key[r.user_data[0]].usage.add(u.prompt_tokens, u.cached_prompt_tokens, u.generated_tokens)
             self.outcome.channel_prompt_tokens += u.prompt_tokens
         scores = collect(self._channel, results)
-        for a in attempts:
-            a.hook = ChannelHook(self._channel, scores.get(str(a.record.index), ChannelScores()), self.calibration)
+        for key, a in by_key.items():
+            a.hook = ChannelHook(self._channel, scores.get(key, ChannelScores()), self.calibration)
 
     def _admit(self, record: InputRecord) -> Attempt | None:
         self.outcome.read += 1

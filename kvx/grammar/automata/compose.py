@@ -375,7 +375,6 @@ class Composer:
         trans = np.where(trans >= 0, trans + np.repeat(np.array(offsets, dtype=np.int32), sizes_a)[:, None],
                          -1).astype(np.int32)
         copy_acc = np.concatenate(accs)
-        deadline.check()
         target_node = np.repeat(np.array([b for _, b, _ in copies], dtype=np.int64), sizes_a)
         # non-plain states: accepting in their copy, with something to continue into
         is_closure, fin, closure, merged, clashing = self._closures(trans, copy_acc, target_node, node_closure)
@@ -476,14 +475,13 @@ class Composer:
 def _literal_chain(text: list[int]) -> CDFA:
     """The n + 1 state chain spelling the bytes `text`, with the byte classes column_classes
     would give it (the literal's bytes, one class each, and the rest; numbered by first byte)."""
-    distinct = sorted(set(text))
-    rest = next(b for b in range(256) if b not in distinct) if len(distinct) < 256 else None
-    firsts = sorted(distinct + ([rest] if rest is not None else []))
-    rank = {b: i for i, b in enumerate(firsts)}
-    cob = np.full(256, rank[rest] if rest is not None else 0, dtype=np.int64)
-    cob[distinct] = [rank[b] for b in distinct]
+    distinct = set(text)
+    rest = next((b for b in range(256) if b not in distinct), None)  # the lowest byte not in it
+    rank = {b: i for i, b in enumerate(sorted(distinct | ({rest} - {None})))}
+    cob = np.full(256, rank.get(rest, 0), dtype=np.int64)
+    cob[list(distinct)] = [rank[b] for b in distinct]
     n = len(text)
-    trans = np.full((n + 1, len(firsts)), -1, dtype=np.int32)
+    trans = np.full((n + 1, len(rank)), -1, dtype=np.int32)
     trans[np.arange(n), [rank[b] for b in text]] = np.arange(1, n + 1, dtype=np.int32)
     acc = np.zeros(n + 1, dtype=bool)
     acc[n] = True

@@ -128,22 +128,13 @@ class _Body:
     classes: np.ndarray  # [256] class of each byte
     edges: np.ndarray  # [m, 3] (state, callee, return state), local state numbers
 
-    @cached_property
-    def byte_edges(self) -> tuple[np.ndarray, np.ndarray]:
-        """(source, target) of every byte-class move, one per distinct pair (the table is final
-        once a body is built: changes make a new _Body)."""
-        rows, cols = np.nonzero(self.table >= 0)
-        n = len(self.final) + 1
-        pairs = np.unique(rows.astype(np.int64) * n + self.table[rows, cols])
-        return pairs // n, pairs % n
-
     def reach(self, forward: bool, seeds: np.ndarray, callees_ok: np.ndarray) -> np.ndarray:
         """States reachable from `seeds` (forward) or co-reachable to them, over bytes and over the
         call edges whose callee is ok (a call goes from its state to its return state)."""
-        src, dst = self.byte_edges
+        rows, cols = np.nonzero(self.table >= 0)
         usable = self.edges[callees_ok[self.edges[:, 1]]]
-        src = np.concatenate([src, usable[:, 0]])
-        dst = np.concatenate([dst, usable[:, 2]])
+        src = np.concatenate([rows, usable[:, 0]]).astype(np.int64)
+        dst = np.concatenate([self.table[rows, cols], usable[:, 2]]).astype(np.int64)
         n = len(self.final)
         return reach(n, src, dst, seeds) if forward else reach(n, dst, src, seeds)
 

@@ -79,8 +79,7 @@ class RuleBuilder:
         try:
             return self._composer.build(node)
         except TooLarge as err:
-            display = self.doc.where(where)
-            raise too_large(display, err) from None
+            raise too_large(self.doc.where(where), err) from None
 
     def alternatives(self, pointers: tuple) -> list[Alternative]:
         return self.apps.alternatives(pointers)
@@ -106,8 +105,7 @@ class RuleBuilder:
                 deadline.check()
                 hit = self._slot(pointers, context)
             except TooLarge as err:
-                display = self.doc.where(where)
-                raise too_large(display, err) from None
+                raise too_large(self.doc.where(where), err) from None
             self._values[(pointers, context)] = hit
         return hit
 
