@@ -13,6 +13,9 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
   *-greedy / *-rank / *-calibrated / *-channel   `--choices`: first-token argmax; whole values
              ranked by total log-probability; ranked against a content-free prompt (contextual
              calibration); calibrated plus log p(text | "field: value") for enum fields (kvx/channel.py)
+  *-greedy, fields-channel-keep, example-before   `--ungrounded keep`: company names and amounts
+             the text does not hold are kept (kvx before issue 17); the other runs write null there
+             (kvx/grounding.py, the default)
   example-*  one worked example (`--examples benchmarks/data/complaint_example.jsonl`, an invented
              complaint): `-before` as kvx was (old prompt, greedy choices, `--no-copy-guard`),
              `-after` with the defaults
@@ -55,10 +58,12 @@ class Run:
     examples: bool = False
 
 
-RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode])
+BEFORE = ["--ungrounded", "keep"]  # kvx before issue 17 kept every value
+RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode, *(BEFORE if mode == "greedy" else [])])
         for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated", "channel")]
-RUNS += [Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--no-copy-guard",
-                                 "--examples", str(EXAMPLE)], True),
+RUNS += [Run("fields-channel-keep", ["--schema-style", "fields", "--choices", "channel", *BEFORE]),
+         Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--no-copy-guard",
+                                 "--examples", str(EXAMPLE), *BEFORE], True),
          Run("example-after", ["--examples", str(EXAMPLE)], True)]
 
 
@@ -87,7 +92,8 @@ def score(run: Run, rows: list[dict], data: list[dict], schema: dict, seconds: f
             "product": product, "company": company, "amount": amount, "copying": copies,
             "wants_money_back": sum(r.get("wants_money_back") is True for r in records),
             "ranked": stats["engine"].get("ranked_choices", 0),
-            "overruled": stats["engine"].get("choices_overruling_greedy", 0)}
+            "overruled": stats["engine"].get("choices_overruling_greedy", 0),
+            "ungrounded": stats["records_with_ungrounded_values"]}
 
 
 def print_table(results: list[dict], labels: Counter) -> None:
@@ -96,21 +102,22 @@ def print_table(results: list[dict], labels: Counter) -> None:
     print(f"product majority-class baseline: {p0.majority:.1%} (always '{p0.majority_label}'), "
           f"its balanced accuracy {1 / len(labels):.1%}; company baseline (always the commonest label's name, "
           f"null never): {results[0]['company'].majority:.1%}\n")
-    head = (f"{'run':17} {'ok':>7} {'product':>8} {'bal.acc':>8} {'top ans':>8} {'company':>8} {'named->name':>12} "
-            f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'ranked':>10} {'s':>6}")
+    head = (f"{'run':19} {'ok':>7} {'product':>8} {'bal.acc':>8} {'top ans':>8} {'company':>8} {'named->name':>12} "
+            f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'not held':>8} {'ranked':>10} {'s':>6}")
     print(head)
     print("-" * len(head))
     for r in results:
         p, c, a = r["product"], r["company"], r["amount"]
         non_null = a.n - a.nulls
         copying = "-" if r["copying"] is None else f"{r['copying']}/{r['ok']}"
-        print(f"{r['run']:17} {r['ok']:>3}/{r['n']:<3} {p.accuracy:>8.1%} {p.balanced:>8.1%} {p.top_share:>8.0%} "
+        print(f"{r['run']:19} {r['ok']:>3}/{r['n']:<3} {p.accuracy:>8.1%} {p.balanced:>8.1%} {p.top_share:>8.0%} "
               f"{c.accuracy:>8.1%} {c.named_right:>5}/{c.named:<3}   {c.unnamed_null:>6}/{c.unnamed:<3}    "
-              f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
+              f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ungrounded']:>8} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
     print("\namounts: non-null disputed_amount_usd values the text holds (no amount labels in this set); "
+          "not held: records with a company or amount their text does not hold (null unless kept); "
           "ranked: choices made by ranking (in brackets: where greedy's first token would have started another value)")
     for r in results:
-        print(f"{r['run']:17} products answered: {dict(r['product'].predicted.most_common())}")
+        print(f"{r['run']:19} products answered: {dict(r['product'].predicted.most_common())}")
 
 
 

@@ -8,7 +8,7 @@ objects and lists of objects are indented below their field. `$ref`s within the 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.refs import Document
@@ -32,6 +32,15 @@ def top_level_properties(schema: dict) -> dict[str, Any]:
     root, seen = d.resolve(schema, ())
     props = root.get("properties") if isinstance(root, dict) else None
     return {name: d.resolve(sub, seen)[0] for name, sub in (props or {}).items()}
+
+
+Resolve = Callable[[Any, tuple[str, ...]], tuple[Any, tuple[str, ...]]]  # (node, targets followed) -> the same, resolved
+
+
+def resolver(schema: dict) -> Resolve:
+    """Follows a node's local `$ref` and merges a lone `allOf` (as the field list reads them); the
+    tuple holds the targets followed on this path, so a recursive schema stops."""
+    return _Describer(schema).resolve
 
 
 class _Describer:

@@ -24,6 +24,7 @@ class ExtractArgs:
     choices: str
     truncate: str
     copy_guard: bool
+    ungrounded: str
     ordered: bool
     resume: bool
     force: bool

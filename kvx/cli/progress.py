@@ -79,6 +79,9 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "truncated_tokens": outcome.truncated_tokens,
         "records_copying_examples": outcome.copying_records,
         "copied_example_fields": dict(outcome.copied_fields.most_common()),
+        "ungrounded": settings.ungrounded,
+        "records_with_ungrounded_values": outcome.ungrounded_records,
+        "ungrounded_fields": dict(outcome.ungrounded_fields.most_common()),
         "warnings": copy_warnings(outcome, counts.ok),
         "engine": engine,
     }
@@ -125,6 +128,11 @@ def print_summary(stats: dict) -> None:
     if stats["truncated_records"]:
         rows.append(("truncated", f"{stats['truncated_records']} records, {stats['truncated_tokens']} tokens cut "
                                   f"(--truncate {stats['truncate']})"))
+    if stats["records_with_ungrounded_values"]:
+        fields = ", ".join(f"{p} {n}" for p, n in list(stats["ungrounded_fields"].items())[:4])
+        done = "set to null" if stats["ungrounded"] == "null" else "kept"
+        rows.append(("not in the text", f"{stats['records_with_ungrounded_values']} records ({fields}): {done} "
+                                        f"(--ungrounded {stats['ungrounded']})"))
     if stats["interrupted"]:
         rows.append(("interrupted", "yes: rerun with --resume to finish"))
     for name, value in rows:

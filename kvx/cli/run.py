@@ -17,6 +17,7 @@ from kvx.cluster.options import ClusterOptions
 from kvx.engine.api import Attention, Dtype, KVDtype
 from kvx.errors import ConfigError
 from kvx.copy_check import CopyCheck
+from kvx.grounding import Ungrounded
 from kvx.io.done_rows import DoneRows
 from kvx.io.fingerprint import Fingerprint, job_fingerprint
 from kvx.io.output_lock import output_lock
@@ -73,7 +74,8 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
         raise ConfigError("--force only applies to --resume (without --resume the output is replaced anyway)")
     return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
                        choices=check_choice(a.choices, ChoiceMode, "choices"),
-                       truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard)
+                       truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard,
+                       ungrounded=check_choice(a.ungrounded, Ungrounded, "ungrounded"))
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:

@@ -58,6 +58,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     here its context is known and the prompt is measured too. `loaded`: the schema already read
     (the command reads the file once)."""
     from kvx.grammar.check import schema_report
+    from kvx.grounding import grounded_fields, pointer
 
     context = None
     try:
@@ -65,7 +66,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         if tokenizer is None:
             tokenizer = _load_tokenizer(model_spec)
             context = tokenizer.context_length
-        report = {"schema": schema_path, **schema_report(schema, tokenizer)}
+        report = {"schema": schema_path, **schema_report(schema, tokenizer),
+                  "grounded": sorted(map(pointer, grounded_fields(schema)))}
         if context is not None:
             report.update(prompt_report(schema, tokenizer, context))
     except KvxError as err:
@@ -86,6 +88,9 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         print(f"warning: {w}")
     if report["post_checks"]:
         print("checked after generation: " + ", ".join(report["post_checks"]))
+    if report["grounded"]:
+        print("checked against each record's text (null where it lacks the value; --ungrounded): "
+              + ", ".join(report["grounded"]))
     if "prompt_tokens" in report:
         print(f"prompt: {report['prompt_problem']}" if code else
               f"prompt: {report['prompt_tokens']:,} tokens shared by every record (system text + schema) "

@@ -12,6 +12,8 @@ the job first decodes the content-free prompts that calibrate them (kvx/engine/c
 in windows of CHANNEL_WINDOW records: a window's scoring requests run, then its records.
 A record text too long for the context is cut (`--truncate`) or becomes an error row. With
 `--examples`, ok records are checked for values copied from the examples (kvx/copy_check.py).
+Nullable free-text and number fields whose value the text lacks are set to null or kept
+(`--ungrounded`, kvx/grounding.py), and counted either way.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from kvx.job.sink import RowSink
 from kvx.job.validation import RecordChecker
 from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, scoring_requests
 from kvx.copy_check import CopyCheck, CopyGuard
+from kvx.grounding import Grounding, pointer
 from kvx.engine.api import ChoiceHook, Constraint, Request, Result, SamplingParams
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
 from kvx.errors import KvxError, OutputClosed, OutputError, one_line
@@ -63,6 +66,8 @@ class JobOutcome:
     calibration_points: int = 0  # decision points the content-free runs calibrated
     channel_requests: int = 0  # scoring requests run for --choices channel
     channel_prompt_tokens: int = 0  # their prompt tokens (in their rows' usage too)
+    ungrounded_records: int = 0  # ok records with a value their text lacks in a nullable field
+    ungrounded_fields: Counter = field(default_factory=Counter)  # pointer -> records with one there
 
 
 class Job:
@@ -82,6 +87,7 @@ class Job:
         self._figures_started = False  # the engine's figures were reset for this job (its first run)
         self._exhausted = False  # every input record has been read
         self._channel = enum_fields(checker.validator.schema) if settings.choices == "channel" else []
+        self.grounding = Grounding.of(checker.validator.schema)
 
     def run(self) -> JobOutcome:
         try:
@@ -187,7 +193,7 @@ class Job:
         try:
             user = self.builder.user_text(record.fields)
             ids, cut = self._fit(record, self.builder.user_ids(user))
-            keep_text = self.copy_check is not None or self._channel
+            keep_text = self.copy_check is not None or bool(self._channel) or bool(self.grounding.fields)
             text = user if keep_text else ""
         except PromptError as e:
             return self._fail(record, str(e))
@@ -249,6 +255,7 @@ class Job:
         value, problem = self.checker.check(result.text, result.finish_reason)
         if problem is None:
             self._check_copies(value, attempt.text)
+            value = self._ground(value, attempt.text)
             self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage))
         elif attempt.number < self.settings.retries:
             attempt.number += 1
@@ -257,6 +264,19 @@ class Job:
         else:
             row = OutputRow(record.id, "invalid", None, record.message(problem), attempt.number + 1, attempt.usage)
             self.sink.put(record.index, row)
+
+    def _ground(self, record: Any, text: str) -> Any:
+        """The record with its ungrounded values counted, and set to null under `--ungrounded null`
+        (kept if null would break the schema, e.g. a `oneOf` that two branches then match)."""
+        found = self.grounding.ungrounded(record, text)
+        if not found:
+            return record
+        self.outcome.ungrounded_records += 1
+        self.outcome.ungrounded_fields.update({pointer(pattern) for pattern, _ in found})
+        if self.settings.ungrounded == "keep":
+            return record
+        nulled = self.grounding.nulled(record, [path for _, path in found])
+        return nulled if self.checker.problem(nulled) is None else record
 
     def _check_copies(self, record: Any, text: str) -> None:
         if self.copy_check is None:

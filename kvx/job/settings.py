@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from kvx.engine.api import SamplingParams
+from kvx.grounding import Ungrounded
 from kvx.prompts import Truncate
 
 ChoiceMode = Literal["greedy", "rank", "calibrated", "channel"]  # how closed choices are made (--choices)
@@ -22,3 +23,4 @@ class JobSettings:
     choices: ChoiceMode = "channel"
     truncate: Truncate = "none"
     copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
+    ungrounded: Ungrounded = "null"  # a nullable field's value its text lacks (kvx/grounding.py)

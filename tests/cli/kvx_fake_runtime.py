@@ -8,6 +8,7 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
   FAKE:die           the process exits at once, the first time any process meets such a record
                      (KVX_FAKE_DIE_ONCE names the flag file that makes it once): a killed replica
   FAKE:surrogate     every attempt answers a record holding a lone surrogate escape
+  FAKE:name          the answer names the customer "Ada Lovelace" (whether the text does or not)
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
 (windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
 each result down so a test can kill the process mid-run.
@@ -58,7 +59,7 @@ def answer(user_text: str, temperature: float) -> tuple[str, str]:
         "priority": "high",
         "sentiment": "negative",
         "product": None,
-        "customer_name": None,
+        "customer_name": "Ada Lovelace" if "FAKE:name" in user_text else None,
         "order_id": None,
         "summary": user_text[:60].strip() or "empty ticket",
         "requires_refund": "refund" in user_text.lower(),

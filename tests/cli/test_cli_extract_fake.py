@@ -232,3 +232,19 @@ def test_channel_windows_keep_every_record_and_its_retries(tmp_path):
     # the scoring prompts count in each row's usage: 13 of them a record, beyond what calibrated reads
     extra = [a["usage"]["prompt_tokens"] - b["usage"]["prompt_tokens"] for a, b in zip(rows, calibrated)]
     assert all(x > 13 for x in extra) and sum(extra) == s["channel_prompt_tokens"]
+
+
+@pytest.mark.parametrize("mode", ["null", "keep"])
+def test_values_the_text_lacks_become_null_and_are_counted(tmp_path, mode):
+    """The fake model names the customer "Ada Lovelace" for FAKE:name texts: where the text does not
+    hold the name it is invented (null by default, kept with --ungrounded keep; counted either way)."""
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": "FAKE:name my order is late"},
+                                              {"id": 2, "text": "FAKE:name ada LOVELACE here, order late"},
+                                              {"id": 3, "text": "plain text"}])
+    code, out = extract(tmp_path, "--ordered", "--ungrounded", mode, "--stats", tmp_path / "stats.json", input=src)
+    rows, stats = read_jsonl(out), json.loads((tmp_path / "stats.json").read_text())
+    names = [r["record"]["customer_name"] for r in rows]
+    assert code == 0 and names == [None if mode == "null" else "Ada Lovelace", "Ada Lovelace", None]
+    assert all(jsonschema.validate(r["record"], SCHEMA) is None for r in rows)
+    assert stats["records_with_ungrounded_values"] == 1 and stats["ungrounded_fields"] == {"/customer_name": 1}
+    assert stats["ungrounded"] == mode

@@ -1,0 +1,72 @@
+"""Which fields are checked against the record's text, and what counts as the text holding a value."""
+import json
+
+import jsonschema
+import pytest
+
+from kvx.grounding import Grounding, grounded_fields, pointer, text_values
+
+PYDANTIC = {  # what Pydantic v2 emits for Optional[str], Optional[Money], an Optional date, nested models
+    "$defs": {"Money": {"type": "number", "minimum": 0}, "Kind": {"enum": ["a", "b"]},
+              "Party": {"type": "object", "properties": {"email": {"type": ["string", "null"]}, "name": {"type": "string"}}},
+              "Tree": {"type": "object", "properties": {"label": {"type": ["string", "null"]},
+                                                        "children": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}},
+    "type": "object",
+    "properties": {
+        "name": {"anyOf": [{"type": "string", "maxLength": 40}, {"type": "null"}], "default": None},
+        "amount": {"anyOf": [{"$ref": "#/$defs/Money"}, {"type": "null"}]},
+        "when": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+        "kind": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}]},
+        "order": {"type": ["string", "null"], "pattern": "^[A-Z0-9-]+$"},
+        "count": {"type": ["null", "integer"]},
+        "title": {"type": "string"},
+        "flag": {"type": ["boolean", "null"]},
+        "code": {"type": ["string", "null"], "const": "X"},
+        "seller": {"anyOf": [{"$ref": "#/$defs/Party"}, {"type": "null"}]},
+        "lines": {"type": "array", "items": {"type": "object", "properties": {"sku": {"type": ["string", "null"]}}}},
+        "tree": {"$ref": "#/$defs/Tree"},
+    },
+}
+
+
+def test_nullable_free_text_and_numbers_are_grounded_normalised_values_are_not():
+    found = {pointer(p): t for p, t in grounded_fields(PYDANTIC).items()}
+    assert found == {"/name": "string", "/amount": "number", "/order": "string", "/count": "integer",
+                     "/seller/email": "string", "/lines/*/sku": "string", "/tree/label": "string"}  # recursion stops
+
+
+def test_the_shipped_schemas():
+    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
+    invoice = json.loads((repo / "schemas" / "invoice.json").read_text())
+    assert {pointer(p) for p in grounded_fields(invoice)} == {
+        "/seller/email", "/seller/vat_id", "/buyer/email", "/buyer/vat_id", "/tax_rate_percent"}
+
+
+@pytest.mark.parametrize("value,held", [("Wells Fargo", True), ("WELLS-fargo", True), ("wells  fargo bank", False),
+                                        ("Truist", False), ("", True)])
+def test_strings_are_held_case_spacing_and_punctuation_aside(value, held):
+    g = Grounding({("name",): "string"})
+    text = "I wrote to wells fargo twice."
+    assert g.ungrounded({"name": value}, text) == ([] if held else [(("name",), ("name",))])
+
+
+def test_numbers_in_digits_scale_words_and_small_words():
+    assert text_values("paid $1,200.50, then 2.5 million; five times; 3k") == [1200.5, 2500000.0, 3000.0, 5.0]
+    g = Grounding({("amount",): "number", ("count",): "integer"})
+    text = "I was charged $1,200.50 five times"
+    assert g.ungrounded({"amount": 1200.5, "count": 5}, text) == []
+    assert [p for _, p in g.ungrounded({"amount": 1200.0, "count": 100}, text)] == [("amount",), ("count",)]
+    assert g.ungrounded({"amount": None, "count": True}, text) == []  # null and booleans are not values to hold
+
+
+def test_nulled_record_still_matches_the_schema():
+    record = {"name": "Invented", "amount": 9.0, "order": "A-1", "count": 2, "title": "t",
+              "seller": {"email": "x@y.z", "name": "Acme"}, "lines": [{"sku": "A-1"}, {"sku": "B-2"}],
+              "tree": {"label": "A-1", "children": [{"label": "root"}]}}
+    found = Grounding.of(PYDANTIC).ungrounded(record, "order a-1, twice")
+    assert {pointer(p) for _, p in found} == {"/name", "/amount", "/count", "/seller/email", "/lines/1/sku"}
+    nulled = Grounding.nulled(record, [p for _, p in found])
+    assert nulled == {"name": None, "amount": None, "order": "A-1", "count": None, "title": "t",
+                      "seller": {"email": None, "name": "Acme"}, "lines": [{"sku": "A-1"}, {"sku": None}],
+                      "tree": {"label": "A-1", "children": [{"label": "root"}]}}  # nested past the pattern: kept
+    jsonschema.validate(nulled, PYDANTIC)
