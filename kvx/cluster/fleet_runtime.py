@@ -35,7 +35,7 @@ def build_fleet_runtime(schema: dict, opts: EngineOptions, cluster: ClusterOptio
         infos = ray.get([a.ready.remote() for a in actors])
     except ray.exceptions.RayError as e:
         kill_actors(ray, actors)
-        raise ConfigError(f"a replica failed to start: {_first_line(e)}") from None
+        raise ConfigError(f"a replica failed to start: {_last_line(e)}") from None
     failed = next((i for i in infos if i.get("error")), None)
     if failed is not None:
         kill_actors(ray, actors)
@@ -76,7 +76,7 @@ def _init(ray, address: str | None) -> None:
                  configure_logging=True)
     except Exception as e:  # noqa: BLE001 - Ray raises several types for an unreachable cluster
         where = f"--ray-address {address}" if address else "a local Ray cluster"
-        raise ConfigError(f"{where}: cannot start or join it ({_first_line(e)})") from None
+        raise ConfigError(f"{where}: cannot start or join it ({_last_line(e)})") from None
 
 
 def _check_room(ray, cluster: ClusterOptions, cpus: float) -> None:
@@ -88,6 +88,7 @@ def _check_room(ray, cluster: ClusterOptions, cpus: float) -> None:
                               f"the Ray cluster has {have.get(name, 0):g} (lower --replica-{name.lower()}s or --replicas)")
 
 
-def _first_line(e: BaseException) -> str:
+def _last_line(e: BaseException) -> str:
+    """A Ray error's message: its last non-empty line (Ray puts the remote traceback before it)."""
     lines = [line.strip() for line in str(e).splitlines() if line.strip()]
     return lines[-1] if lines else type(e).__name__
