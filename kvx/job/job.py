@@ -254,8 +254,8 @@ class Job:
             return
         value, problem = self.checker.check(result.text, result.finish_reason)
         if problem is None:
-            self._check_copies(value, attempt.text)
             value = self._ground(value, attempt.text)
+            self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
             self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage))
         elif attempt.number < self.settings.retries:
             attempt.number += 1

@@ -248,3 +248,18 @@ def test_values_the_text_lacks_become_null_and_are_counted(tmp_path, mode):
     assert all(jsonschema.validate(r["record"], SCHEMA) is None for r in rows)
     assert stats["records_with_ungrounded_values"] == 1 and stats["ungrounded_fields"] == {"/customer_name": 1}
     assert stats["ungrounded"] == mode
+
+
+@pytest.mark.parametrize("mode", ["null", "keep"])
+def test_a_copied_value_set_to_null_is_not_counted_as_copied(tmp_path, mode):
+    """The example's customer is the fake model's "Ada Lovelace": the copy warning counts what is
+    written, so a name --ungrounded null removed is not a copy."""
+    write_jsonl(tmp_path / "ex.jsonl", [{"input": "Ada Lovelace here: my order is late.", "output": {
+        "category": "shipping", "priority": "high", "sentiment": "negative", "summary": "order is late",
+        "requires_refund": False, "customer_name": "Ada Lovelace"}}])
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": "FAKE:name my order is late"}])
+    code, _ = extract(tmp_path, "--examples", tmp_path / "ex.jsonl", "--ungrounded", mode,
+                      "--stats", tmp_path / "stats.json", input=src)
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert code == 0 and stats["records_with_ungrounded_values"] == 1
+    assert stats["copied_example_fields"] == ({} if mode == "null" else {"/customer_name": 1})
