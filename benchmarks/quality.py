@@ -1,7 +1,7 @@
 """Extraction quality on the labelled complaints: per-field accuracy with baselines, for each way of
 prompting and of making closed choices, in one run of the default model.
 
-    .venv/bin/python benchmarks/quality.py [--limit N] [--runs NAME,...] [--long N]
+    .venv/bin/python benchmarks/quality.py [--limit N] [--runs NAME,...] [--long N] [--optional-product]
 
 Each run is the real `kvx extract` path (in-process, one model and one engine shared by the runs,
 so later runs find earlier runs' prompts in the prefix cache: compare speed with
@@ -23,7 +23,8 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
 Printed per run: schema-valid rows; `product` accuracy (majority-class baseline: always the commonest
 label), balanced accuracy, the share of the commonest answer; `company` right (named texts with the
 name, unnamed texts with null) and its parts; amounts the text holds; records copying an example
-value their text lacks. `--long N` adds N texts longer than the model's context (complaints of one
+value their text lacks. `--optional-product` makes product Pydantic's Optional (the enum or null)
+for every run. `--long N` adds N texts longer than the model's context (complaints of one
 product joined) through `--truncate none|head|tail|middle`.
 """
 from __future__ import annotations
@@ -140,6 +141,12 @@ def long_texts(data: list[dict], n: int, tokens: int, tokenizer) -> list[dict]:
     return out
 
 
+def optional(prop: dict) -> dict:
+    """{"type": "string", "enum": [...], "description": d} -> {"anyOf": [{...enum}, {"type": "null"}], "description": d}"""
+    inner = {k: v for k, v in prop.items() if k in ("type", "enum")}
+    return {**{k: v for k, v in prop.items() if k not in inner}, "anyOf": [inner, {"type": "null"}]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -147,11 +154,17 @@ def main() -> None:
     ap.add_argument("--runs", default="", help="comma-separated run names (default: all)")
     ap.add_argument("--long", type=int, default=0, help="also N texts longer than the context, with --truncate")
     ap.add_argument("--kv-memory", default="4GiB")
+    ap.add_argument("--optional-product", action="store_true",
+                    help="make product optional as Pydantic writes Optional[...] (anyOf of the enum and null)")
     args = ap.parse_args()
     data = [json.loads(line) for line in (args.data / "complaints-dev.jsonl").read_text().splitlines()]
     data = data[: args.limit] if args.limit else data
     schema_path = args.data / "complaint.schema.json"
     schema = json.loads(schema_path.read_text())
+    if args.optional_product:
+        schema_path = Path(tempfile.mkdtemp()) / "complaint-optional-product.schema.json"
+        schema["properties"]["product"] = optional(schema["properties"]["product"])
+        schema_path.write_text(json.dumps(schema))
     runs = [r for r in RUNS if not args.runs or r.name in args.runs.split(",")]
 
     runtime = real_runtime(schema, EngineOptions(kv_memory=cli_run.parse_size(args.kv_memory, "--kv-memory")))

@@ -12,7 +12,8 @@ the calibrated one.
 
 Fields scored: the schema's top-level properties whose `enum` (directly or through a local `$ref`)
 lists 2 to MAX_VALUES strings, in schema order while the record's scoring requests stay within
-MAX_SCORED. An optional enum (`anyOf` with null) is not scored: its point also offers null.
+MAX_SCORED. An optional enum (null among its values, or Pydantic's `anyOf` of an enum and null)
+is scored with null as one more value: the line "{field}: null" before the text.
 A choice point is matched to a field by its values (the spellings the grammar offers there).
 """
 from __future__ import annotations
@@ -21,10 +22,10 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Protocol
+from typing import Any, Protocol
 
 from kvx.engine.api import ChoiceHook, Request, SamplingParams
-from kvx.schema_text import top_level_properties
+from kvx.schema_text import Resolve, optional_branch, resolver, top_level_properties
 
 CHANNEL_TOKENS = 64  # text tokens scored per value: the start of a text names its subject (96: no better)
 CHANNEL_WEIGHT = 0.25  # channel log-probability against the calibrated score (tuned on ../shared/eval)
@@ -36,29 +37,49 @@ TEMPLATE = "{name}: {value}\n"  # the line before the record text, per value (th
 @dataclass(frozen=True)
 class EnumField:
     name: str
-    values: tuple[str, ...]
+    values: tuple[str | None, ...]  # None: the field's null (an optional enum)
 
     @cached_property
     def spellings(self) -> dict[bytes, int]:
-        """Each value's bytes as a choice point may offer them (inside its quotes, or with them)."""
+        """Each value's bytes as a choice point may offer them (a string inside its quotes, or with them)."""
         out: dict[bytes, int] = {}
         for i, v in enumerate(self.values):
             quoted = json.dumps(v, ensure_ascii=False)
-            out[quoted[1:-1].encode()] = i
             out[quoted.encode()] = i
+            if v is not None:
+                out[quoted[1:-1].encode()] = i
         return out
+
+    def line(self, i: int) -> str:
+        """The scoring prompt's line before the text for value i."""
+        v = self.values[i]
+        return TEMPLATE.format(name=self.name, value="null" if v is None else v)
+
+
+def _enum_values(node: Any, resolve: Resolve) -> list | None:
+    """The values an enum field takes: its `enum`, or for Pydantic's Optional (an `anyOf` of an
+    enum and null) the enum and None; else None."""
+    if not isinstance(node, dict):
+        return None
+    if isinstance(node.get("enum"), list):
+        return node["enum"]
+    branch = optional_branch(node, resolve)
+    if branch is not None and isinstance(branch[0].get("enum"), list):
+        return [*branch[0]["enum"], None]
+    return None
 
 
 def enum_fields(schema: object) -> list[EnumField]:
     """The top-level properties the channel scores (see the module docstring); an enum behind a
     local `$ref` (Pydantic's `$defs`) counts."""
-    props = top_level_properties(schema) if isinstance(schema, dict) else {}
-    out = []
-    for name, sub in props.items():
-        values = sub.get("enum") if isinstance(sub, dict) else None
+    if not isinstance(schema, dict):
+        return []
+    resolve, out = resolver(schema), []
+    for name, sub in top_level_properties(schema).items():
+        values = _enum_values(sub, resolve)
         if (isinstance(values, list) and 2 <= len(values) <= MAX_VALUES
-                and all(isinstance(v, str) for v in values) and len(set(values)) == len(values)
-                and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
+                and all(isinstance(v, str) for v in values if v is not None) and values.count(None) <= 1
+                and len(set(values)) == len(values) and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
             out.append(EnumField(name, tuple(values)))
     return out
 
@@ -83,8 +104,8 @@ def scoring_requests(fields: list[EnumField], tokenizer: Encoder, text: str, key
         return []
     out = []
     for f in fields:
-        for i, v in enumerate(f.values):
-            prefix = tokenizer.encode(TEMPLATE.format(name=f.name, value=v))
+        for i in range(len(f.values)):
+            prefix = tokenizer.encode(f.line(i))
             if len(prefix) + len(text_ids) < context:
                 out.append(Request(f"{key}/channel/{f.name}/{i}", prefix + text_ids,
                                    SamplingParams(max_tokens=0, score_from=len(prefix)), user_data=(key, f.name, i)))

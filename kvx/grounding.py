@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from kvx.copy_check import CENT
-from kvx.schema_text import Resolve, resolver
+from kvx.schema_text import optional_branch, resolver
 
 Ungrounded = Literal["null", "keep"]  # what a job does with an ungrounded value (--ungrounded)
 VALUE_TYPES = {"string", "number", "integer"}
@@ -48,19 +48,6 @@ def _value_type(node: Any) -> str | None:
     return None
 
 
-def _non_null_branch(node: Any, resolve: Resolve, seen: tuple) -> tuple[Any, tuple] | None:
-    """The other branch of an `anyOf` / `oneOf` of two where one is `{"type": "null"}` (Pydantic's
-    Optional), resolved; None for any other node."""
-    for key in ("anyOf", "oneOf"):
-        branches = node.get(key) if isinstance(node, dict) else None
-        if isinstance(branches, list) and len(branches) == 2:
-            resolved = [resolve(b, seen) for b in branches]
-            values = [(b, s) for b, s in resolved if not (isinstance(b, dict) and b.get("type") == "null")]
-            if len(values) == 1 and isinstance(values[0][0], dict):
-                return values[0]
-    return None
-
-
 def grounded_fields(schema: dict) -> dict[Place, str]:
     """Pattern of each nullable free-text or number field -> its value type (string / number / integer)."""
     resolve, out = resolver(schema), {}
@@ -69,7 +56,7 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
         node, seen = resolve(node, seen)
         if not isinstance(node, dict) or len(path) > MAX_DEPTH:
             return
-        optional = _non_null_branch(node, resolve, seen)
+        optional = optional_branch(node, resolve, seen)
         value_type = _value_type(node)
         if value_type is None and optional is not None:
             inner = optional[0]

@@ -43,6 +43,19 @@ def resolver(schema: dict) -> Resolve:
     return _Describer(schema).resolve
 
 
+def optional_branch(node: Any, resolve: Resolve, seen: tuple[str, ...] = ()) -> tuple[dict, tuple[str, ...]] | None:
+    """The other branch, resolved, of an `anyOf` / `oneOf` of two where one is `{"type": "null"}`
+    (Pydantic's `Optional[X]`); None for any other node."""
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key) if isinstance(node, dict) else None
+        if isinstance(branches, list) and len(branches) == 2:
+            resolved = [resolve(b, seen) for b in branches]
+            values = [(b, s) for b, s in resolved if not (isinstance(b, dict) and b.get("type") == "null")]
+            if len(values) == 1 and isinstance(values[0][0], dict):
+                return values[0]
+    return None
+
+
 class _Describer:
     def __init__(self, root: dict):
         self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor

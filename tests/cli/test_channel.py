@@ -42,6 +42,27 @@ def test_only_top_level_string_enums_of_a_few_values_are_scored():
     assert enum_fields(pydantic) == [KIND, EnumField("v1", KIND.values)]
 
 
+def test_optional_enums_are_scored_with_null_as_a_value():
+    """Pydantic's Optional[Kind] (anyOf of the enum and null) and an enum listing null: null is one
+    more value, spelled `null` (never inside quotes); a second null or a mixed enum is not scored."""
+    schema = {"$defs": {"Kind": {"enum": list(KIND.values), "type": "string"}},
+              "properties": {"opt": {"anyOf": [{"$ref": "#/$defs/Kind"}, {"type": "null"}], "default": None},
+                             "listed": {"enum": ["lo", None, "hi"]},
+                             "two_nulls": {"enum": ["lo", None, None]},
+                             "three_way": {"anyOf": [{"enum": ["a"]}, {"enum": ["b"]}, {"type": "null"}]}}}
+    assert enum_fields(schema) == [EnumField("opt", (*KIND.values, None)), EnumField("listed", ("lo", None, "hi"))]
+    opt = enum_fields(schema)[0]
+    assert opt.spellings[b"null"] == 3 and b"ul" not in opt.spellings and opt.spellings[b'"beta"'] == 1
+    reqs = scoring_requests([opt], ByteTokenizer(), "some text", "1", context=512)
+    assert bytes(reqs[3].prompt_ids[:reqs[3].sampling.score_from]) == b"opt: null\n"
+    channel = [-40.0, -43.0, -41.5, -39.0]
+    hook = ChannelHook([opt], ChannelScores({"opt": channel}))
+    labels, logprobs = [b'"alpha"', b'"beta"', b'"gamma ray"', b"null"], [-1.0, -2.0, -3.0, -0.5]
+    raw = np.array(channel)
+    want = np.array(logprobs) + CHANNEL_WEIGHT * (raw - np.logaddexp.reduce(raw))
+    assert hook.scores(("o",), labels, logprobs) == pytest.approx(want.tolist()) and hook.used == 1
+
+
 def test_scoring_prompts_name_field_and_value_then_the_text_start():
     text = "z" * (CHANNEL_TOKENS + 50)
     reqs = scoring_requests([KIND], ByteTokenizer(), text, "7", context=512)
