@@ -14,7 +14,8 @@ Fields scored: the schema's top-level properties whose `enum` (directly or throu
 lists 2 to MAX_VALUES strings, in schema order while the record's scoring requests stay within
 MAX_SCORED. An optional enum (null among its values, or Pydantic's `anyOf` of an enum and null)
 is scored with null as one more value: the line "{field}: null" before the text.
-A choice point is matched to a field by its values (the spellings the grammar offers there).
+A choice point is matched to a field by its values (the spellings the grammar offers there); where
+two scored fields share values, their points are left to the calibrated score.
 """
 from __future__ import annotations
 
@@ -148,14 +149,14 @@ class ChannelHook:
 
     def _channel(self, labels: list[bytes]) -> list[float] | None:
         """The normalised channel log-probabilities of `labels`, or None where no scored field
-        offers exactly these values (the open rest b"" or an unknown value: not a field's point)."""
-        for f in self.fields:
-            lp = self.scores_of.fields.get(f.name)
-            spelled = f.spellings
-            if lp is None or not all(label in spelled for label in labels):
-                continue
-            raw = [lp[spelled[label]] for label in labels]
-            top = max(raw)
-            norm = top + math.log(sum(math.exp(x - top) for x in raw))
-            return [x - norm for x in raw]
-        return None
+        offers exactly these values (the open rest b"" or an unknown value: not a field's point),
+        or where two fields could (`impact` and `urgency` both low/medium/high: a point is matched by
+        its values alone, so whose it is cannot be told; the base hook decides there)."""
+        matching = [f for f in self.fields if all(label in f.spellings for label in labels)]
+        if len(matching) != 1 or matching[0].name not in self.scores_of.fields:
+            return None
+        f = matching[0]
+        raw = [self.scores_of.fields[f.name][f.spellings[label]] for label in labels]
+        top = max(raw)
+        norm = top + math.log(sum(math.exp(x - top) for x in raw))
+        return [x - norm for x in raw]

@@ -113,3 +113,15 @@ def test_the_channel_can_overturn_the_base_choice():
     assert int(np.argmax(scores)) == 1
     unscored = ChannelHook([KIND], ChannelScores())  # the record's scoring failed: the base decides
     assert unscored.scores(("k",), [b"alpha", b"beta"], [-0.2, -2.5]) == [-0.2, -2.5]
+
+
+def test_a_point_two_fields_could_own_is_left_to_the_base_hook():
+    """impact and urgency share their values: a point offering them could be either field's, so
+    neither field's channel scores move it; a field whose values are its own still gets its channel."""
+    impact, urgency = EnumField("impact", ("low", "high")), EnumField("urgency", ("low", "medium", "high"))
+    hook = ChannelHook([impact, urgency, KIND], ChannelScores({"impact": [-1.0, -9.0], "urgency": [-9.0, -9.0, -1.0],
+                                                               "kind": [-40.0, -43.0, -41.5]}), PlusOne())
+    assert hook.scores(("i",), [b"low", b"high"], [-1.0, -2.0]) == [0.0, -1.0]
+    assert hook.scores(("u",), [b"low", b"medium", b"high"], [-1.0, -2.0, -3.0]) != [0.0, -1.0, -2.0]  # urgency's only
+    assert hook.scores(("k",), [b"alpha", b"beta"], [-1.0, -1.0]) != [0.0, 0.0]
+    assert hook.used == 2
