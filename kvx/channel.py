@@ -14,8 +14,10 @@ Fields scored: the schema's top-level properties whose `enum` (directly or throu
 lists 2 to MAX_VALUES strings, in schema order while the record's scoring requests stay within
 MAX_SCORED. An optional enum (null among its values, or Pydantic's `anyOf` of an enum and null)
 is scored with null as one more value: the line "{field}: null" before the text.
-A choice point is matched to a field by its values (the spellings the grammar offers there); where
-two scored fields share values, their points are left to the calibrated score.
+A choice point is matched to its field by where the content-free runs met it (`point_owners`: the
+top-level key before the value in their output); a point they never met, by its values (the
+spellings the grammar offers there), unless two scored fields share them: then the calibrated score
+decides alone.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from kvx.engine.api import ChoiceHook, Request, SamplingParams
 from kvx.schema_text import Resolve, optional_branch, resolver, top_level_properties
@@ -128,6 +130,57 @@ def collect(fields: list[EnumField], results) -> dict[str, ChannelScores]:
     return out
 
 
+def top_level_key(prefix: str) -> str | None:
+    """The top-level property whose value starts at the end of `prefix` (a JSON text cut there,
+    maybe just inside the value's opening quote); None anywhere else (a nested value, a key)."""
+    depth, in_string, escaped, is_value, last, key = 0, False, False, False, "", None
+    before = ""  # the last character outside strings that is not whitespace
+    chars: list[str] = []
+    for ch in prefix:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string, last = False, "".join(chars)
+                continue
+            chars.append(ch)
+            continue
+        if ch == '"':
+            in_string, is_value, chars = True, before == ":", []
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        elif ch == ":" and depth == 1:
+            key = last
+        if not ch.isspace():
+            before = ch
+    at_value = (in_string and is_value and not chars) or (not in_string and before == ":")
+    if depth != 1 or not at_value or key is None:
+        return None
+    try:
+        return json.loads(f'"{key}"')
+    except ValueError:
+        return key
+
+
+def point_owners(results: list, decode: Callable[[list[int]], str]) -> dict[tuple, str | None]:
+    """Choice point -> the top-level field it chose a value for (None: not a top-level field's
+    value), from the ranked choices of finished requests (the content-free runs). A point seen for
+    two fields is left out (matched by its values instead)."""
+    owners: dict[tuple, str | None] = {}
+    clashing: set[tuple] = set()
+    for r in results:
+        for made in r.choices:
+            owner = top_level_key(decode(r.token_ids[:made.at]))
+            if owners.get(made.key, owner) != owner:
+                clashing.add(made.key)
+            owners[made.key] = owner
+    return {k: v for k, v in owners.items() if k not in clashing}
+
+
 @dataclass
 class ChannelHook:
     """A ChoiceHook: the base hook's scores (calibration, or the log-probabilities as they are),
@@ -137,25 +190,31 @@ class ChannelHook:
     fields: list[EnumField]
     scores_of: ChannelScores
     base: ChoiceHook | None = None
+    owners: dict[tuple, str | None] = field(default_factory=dict)  # point -> its field (point_owners)
     used: int = 0  # decisions the channel took part in
 
     def scores(self, key: tuple, labels: list[bytes], logprobs: list[float]) -> list[float]:
         out = self.base.scores(key, labels, logprobs) if self.base is not None else list(logprobs)
-        channel = self._channel(labels)
+        channel = self._channel(key, labels)
         if channel is None:
             return out
         self.used += 1
         return [s + CHANNEL_WEIGHT * c for s, c in zip(out, channel)]
 
-    def _channel(self, labels: list[bytes]) -> list[float] | None:
-        """The normalised channel log-probabilities of `labels`, or None where no scored field
-        offers exactly these values (the open rest b"" or an unknown value: not a field's point),
-        or where two fields could (`impact` and `urgency` both low/medium/high: a point is matched by
-        its values alone, so whose it is cannot be told; the base hook decides there)."""
-        matching = [f for f in self.fields if all(label in f.spellings for label in labels)]
+    def _channel(self, key: tuple, labels: list[bytes]) -> list[float] | None:
+        """The normalised channel log-probabilities of `labels` at the point `key`, or None where
+        the point is no scored field's: its owner (point_owners) is another field or none, or,
+        for a point of unknown owner, no scored field offers exactly these values (the open rest
+        b"" or an unknown value) or two could (`impact` and `urgency` both low/medium/high)."""
+        if key in self.owners:
+            matching = [f for f in self.fields if f.name == self.owners[key]]
+        else:
+            matching = [f for f in self.fields if all(label in f.spellings for label in labels)]
         if len(matching) != 1 or matching[0].name not in self.scores_of.fields:
             return None
         f = matching[0]
+        if not all(label in f.spellings for label in labels):
+            return None
         raw = [self.scores_of.fields[f.name][f.spellings[label]] for label in labels]
         top = max(raw)
         norm = top + math.log(sum(math.exp(x - top) for x in raw))

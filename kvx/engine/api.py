@@ -108,6 +108,7 @@ class ChoiceTrace:
     key: tuple
     labels: list[bytes]
     logprobs: list[float]
+    at: int = 0  # output tokens before the chosen value (where in the text the point was)
 
 
 @dataclass

@@ -53,13 +53,15 @@ class ContextualCalibration:
         for label, lp in zip(labels, logprobs):
             point.setdefault(label, []).append(math.exp(lp - top) / total)
 
-    def learn(self, engine: Generator, requests: Iterable[Request]) -> None:
+    def learn(self, engine: Generator, requests: Iterable[Request]) -> list[Result]:
         """Run the content-free requests (rank_choices on, uncalibrated) through `engine` (local or a
-        fleet: the choices come back in the results), recording every choice."""
+        fleet: the choices come back in the results), recording every choice; returns the results."""
         reqs = []
         for r in requests:
             r.sampling.rank_choices, r.choice_hook = True, None
             reqs.append(r)
-        for result in engine.generate(reqs):
+        results = list(engine.generate(reqs))
+        for result in results:
             for made in result.choices:
                 self.record(made.key, made.labels, made.logprobs)
+        return results

@@ -288,7 +288,7 @@ class Engine:
         """Append the winning value of seq's choice (or the likeliest token of the open rest)."""
         choice: PendingChoice = seq.choice
         win = choice.winner(seq.request.choice_hook)
-        seq.choices_made.append(ChoiceTrace(choice.key, choice.labels, choice.logprobs()))
+        seq.choices_made.append(ChoiceTrace(choice.key, choice.labels, choice.logprobs(), len(seq.output_ids)))
         self.metrics.ranked_choices += 1
         self.metrics.choices_overruling_greedy += choice.overrules_greedy(win)
         if win == len(choice.options):

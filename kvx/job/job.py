@@ -27,7 +27,7 @@ from kvx.job.settings import JobSettings
 from kvx.job.runtime import Runtime
 from kvx.job.sink import RowSink
 from kvx.job.validation import RecordChecker
-from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, scoring_requests
+from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, point_owners, scoring_requests
 from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.grounding import Grounding, pointer
 from kvx.engine.api import ChoiceHook, Constraint, Request, Result, SamplingParams
@@ -87,6 +87,7 @@ class Job:
         self._figures_started = False  # the engine's figures were reset for this job (its first run)
         self._exhausted = False  # every input record has been read
         self._channel = enum_fields(checker.validator.schema) if settings.choices == "channel" else []
+        self._owners: dict[tuple, str | None] = {}  # choice point -> its top-level field (channel.point_owners)
         self.grounding = Grounding.of(checker.validator.schema)
 
     def run(self) -> JobOutcome:
@@ -126,7 +127,9 @@ class Job:
             if room >= MIN_ROOM:
                 requests.append(Request(id=f"content-free-{i}", prompt_ids=ids, sampling=SamplingParams(max_tokens=room),
                                         constraint=self._constraint(room)))
-        self.calibration.learn(self.runtime.engine, requests)
+        results = self.calibration.learn(self.runtime.engine, requests)
+        if self._channel:
+            self._owners = point_owners(results, self.builder.tokenizer.decode)
         self._figures_started = True
         self.outcome.calibration_points = self.calibration.num_points
 
@@ -180,7 +183,7 @@ class Job:
             self.outcome.channel_prompt_tokens += u.prompt_tokens
         scores = collect(self._channel, results)
         for key, a in by_key.items():
-            a.hook = ChannelHook(self._channel, scores.get(key, ChannelScores()), self.calibration)
+            a.hook = ChannelHook(self._channel, scores.get(key, ChannelScores()), self.calibration, self._owners)
 
     def _admit(self, record: InputRecord) -> Attempt | None:
         self.outcome.read += 1

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from kvx.channel import (CHANNEL_TOKENS, CHANNEL_WEIGHT, MAX_SCORED, MAX_VALUES, ChannelHook, ChannelScores, EnumField, collect, enum_fields,
-                         scoring_requests)
-from kvx.engine.api import Result, Usage
+                         point_owners, scoring_requests, top_level_key)
+from kvx.engine.api import ChoiceTrace, Result, Usage
 
 
 class ByteTokenizer:
@@ -124,4 +124,40 @@ def test_a_point_two_fields_could_own_is_left_to_the_base_hook():
     assert hook.scores(("i",), [b"low", b"high"], [-1.0, -2.0]) == [0.0, -1.0]
     assert hook.scores(("u",), [b"low", b"medium", b"high"], [-1.0, -2.0, -3.0]) != [0.0, -1.0, -2.0]  # urgency's only
     assert hook.scores(("k",), [b"alpha", b"beta"], [-1.0, -1.0]) != [0.0, 0.0]
+    assert hook.used == 2
+
+
+@pytest.mark.parametrize("prefix,key", [
+    ('{"product":"', "product"), ('{"product": ', "product"), ('{"a":1,"b":', "b"), ('{"a":"x, y","b":null,"c":"', "c"),
+    ('{"a\\"b":"', 'a"b'), ('{"a":{"x":"', None), ('{"a":["', None), ('{"a":"va', None), ('{"', None),
+    ('{"a":{"x":1},"b":', "b"), ('{"a":"}","b":', "b"), ('', None)])
+def test_the_top_level_key_whose_value_starts_where_the_text_is_cut(prefix, key):
+    assert top_level_key(prefix) == key
+
+
+def _traced(text: str, points: list[tuple[tuple, str]]) -> Result:
+    """A finished request over code-point tokens whose choices were made where each marker stands."""
+    choices = [ChoiceTrace(key, [b"x"], [0.0], text.index(marker)) for key, marker in points]
+    return Result("cf", [ord(c) for c in text], text, "stop", Usage(), choices=choices)
+
+
+def test_points_are_owned_by_the_key_before_them_across_runs():
+    decode = lambda ids: "".join(map(chr, ids))  # noqa: E731
+    runs = [_traced('{"impact":"@low","urgency":"#high","x":{"level":"$low"}}', [(1, "@"), (2, "#"), (3, "$")]),
+            _traced('{"impact":"@high","urgency":"#low"}', [(1, "@"), (2, "#")]),
+            _traced('{"impact":"@low","urgency":"#high"}', [(4, "@"), (4, "#")])]  # one point, two fields
+    assert point_owners(runs, decode) == {1: "impact", 2: "urgency", 3: None}
+
+
+def test_a_point_with_an_owner_takes_its_fields_channel_only():
+    """Owners known (the content-free runs met the points): each shared-values point gets its own
+    field's channel; a nested point (owner None) gets none although its values match a field's."""
+    impact, urgency = EnumField("impact", ("low", "high")), EnumField("urgency", ("low", "high"))
+    scores = ChannelScores({"impact": [-1.0, -9.0], "urgency": [-9.0, -1.0]})
+    hook = ChannelHook([impact, urgency], scores, owners={1: "impact", 2: "urgency", 3: None, 4: "flag"})
+    labels = [b"low", b"high"]
+    assert np.argmax(hook.scores(1, labels, [0.0, 0.0])) == 0 and np.argmax(hook.scores(2, labels, [0.0, 0.0])) == 1
+    assert hook.scores(3, labels, [0.0, -1.0]) == [0.0, -1.0]  # nested
+    assert hook.scores(4, [b"true", b"false"], [0.0, -1.0]) == [0.0, -1.0]  # a boolean field's point
+    assert hook.scores(5, labels, [0.0, -1.0]) == [0.0, -1.0]  # unknown owner, values shared: no channel
     assert hook.used == 2

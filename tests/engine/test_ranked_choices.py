@@ -185,6 +185,12 @@ def test_ranked_choice_is_the_best_total_logprob(which, request):
         for (_, got), (_, ref) in zip(hooks[i].decisions, decisions):
             assert max(got) == got[ref.index(max(ref))]  # the reference's best is the engine's best
             torch.testing.assert_close(torch.tensor(got), torch.tensor(ref), atol=2e-3, rtol=0)
+        # each trace says where its value starts: the winner's bytes follow the output before `at`
+        spelled = [grammar.vocab.token_bytes[t] or b"" for t in want]
+        assert len(results[str(i)].choices) == len(decisions)
+        for made in results[str(i)].choices:
+            win = made.labels[max(range(len(made.logprobs)), key=made.logprobs.__getitem__)]
+            assert b"".join(spelled[made.at:]).startswith(win) and 0 < made.at < len(want)
     engine.cache.clear()
     assert engine.blocks.leaks() == []
 
