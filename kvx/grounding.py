@@ -34,7 +34,7 @@ WORDS = ("zero one two three four five six seven eight nine ten eleven twelve th
          "sixteen seventeen eighteen nineteen twenty").split()
 NORMALISED = ("enum", "const", "format")  # keywords that make a string a normalised value, not a quote
 MAX_DEPTH = 8  # object / array levels searched for grounded fields
-Place = tuple[str | int, ...]  # keys and array positions into a record; in a pattern "*" is any position
+Place = tuple[str | int | None, ...]  # keys and array positions into a record; in a pattern None is any position
 
 
 def _value_type(node: Any) -> str | None:
@@ -71,7 +71,7 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
         for name, sub in (node.get("properties") or {}).items():
             walk(sub, (*path, name), seen)
         if isinstance(node.get("items"), dict):
-            walk(node["items"], (*path, "*"), seen)
+            walk(node["items"], (*path, None), seen)
 
     walk(schema, (), ())
     return out
@@ -79,7 +79,7 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
 
 def pointer(path: Place) -> str:
     """A JSON pointer (`/line_items/*/sku` for a pattern)."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+    return "".join("/" + ("*" if p is None else str(p).replace("~", "~0").replace("/", "~1")) for p in path)
 
 
 def _letters(text: str) -> str:
@@ -98,7 +98,7 @@ def _places(value: Any, pattern: Place, at: Place = ()) -> list[tuple[Place, Any
     if not pattern:
         return [(at, value)]
     key, rest = pattern[0], pattern[1:]
-    if key == "*":
+    if key is None:
         items = enumerate(value) if isinstance(value, list) else ()
     else:
         items = [(key, value[key])] if isinstance(value, dict) and key in value else ()

@@ -35,6 +35,15 @@ def test_nullable_free_text_and_numbers_are_grounded_normalised_values_are_not()
                      "/seller/email": "string", "/lines/*/sku": "string", "/tree/label": "string"}  # recursion stops
 
 
+def test_a_key_named_star_is_a_key_not_any_position():
+    schema = {"type": "object", "properties": {"*": {"type": ["string", "null"]}, "xs": {"type": "array", "items": {
+        "type": ["number", "null"]}}}}
+    g = Grounding.of(schema)
+    assert {pointer(p) for p in g.fields} == {"/*", "/xs/*"}
+    found = g.ungrounded({"*": "made up", "xs": [1, 7]}, "one")
+    assert [pointer(p) for _, p in found] == ["/*", "/xs/1"]
+
+
 def test_the_shipped_schemas():
     repo = __import__("pathlib").Path(__file__).resolve().parents[2]
     invoice = json.loads((repo / "schemas" / "invoice.json").read_text())
