@@ -28,10 +28,10 @@ class ProgressView:
         if enabled:
             self._progress = Progress(
                 TextColumn("[bold]extract"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("{task.fields[figures]}"),
+                TextColumn("{task.fields[figures]}"), TextColumn("[dim]{task.fields[phase]}"),
                 console=Console(stderr=True), refresh_per_second=4, transient=False,
             )
-            self._task = self._progress.add_task("extract", total=total, figures="")
+            self._task = self._progress.add_task("extract", total=total, figures="", phase="")
             self._progress.start()
 
     def advance(self, n: int) -> None:
@@ -44,6 +44,11 @@ class ProgressView:
                    f"cache {m.get('cache_hit_rate', 0):.0%}  batch {m.get('batch_utilisation', 0):.0%}  "
                    f"KV {m.get('kv_pool_pressure', 0):.0%}") + fleet_progress(m)
         self._progress.update(self._task, advance=n, figures=figures)
+
+    def phase(self, what: str) -> None:
+        """What the job does while no row can finish (calibrating, channel scoring); "" = decoding."""
+        if self._progress is not None:
+            self._progress.update(self._task, phase=what)
 
     def stop(self) -> None:
         if self._progress is not None:

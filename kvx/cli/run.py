@@ -143,7 +143,7 @@ def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: Pro
     total = None if source.total is None else max(source.total - len(finished), 0)
     view = ProgressView(total, metrics, show_progress(a.quiet))
     sink = RowSink(writer, ordered=a.ordered, on_commit=view.advance)
-    job = Job(source, sink, builder, runtime, checker, settings, finished, copies)
+    job = Job(source, sink, builder, runtime, checker, settings, finished, copies, listener=view)
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill stops like Ctrl-C
     started = time.perf_counter()
     try:

@@ -21,7 +21,7 @@ import itertools
 import zlib
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from kvx.job.settings import JobSettings
 from kvx.job.runtime import Runtime
@@ -70,12 +70,19 @@ class JobOutcome:
     ungrounded_fields: Counter = field(default_factory=Counter)  # pointer -> records with one there
 
 
+class PhaseListener(Protocol):
+    """Told what the job is doing while no row can finish (e.g. the progress bar's text)."""
+
+    def phase(self, what: str) -> None: ...  # "" = decoding records
+
+
 class Job:
     def __init__(self, source: InputSource, sink: RowSink, builder: PromptBuilder, runtime: Runtime,
                  checker: RecordChecker, settings: JobSettings, done: DoneRows | None = None,
-                 copy_check: CopyCheck | None = None):
+                 copy_check: CopyCheck | None = None, listener: PhaseListener | None = None):
         self.source, self.sink, self.builder, self.runtime = source, sink, builder, runtime
         self.checker, self.settings = checker, settings
+        self.listener = listener
         self.done = done or DoneRows()
         self.copy_check = copy_check
         self.outcome = JobOutcome()
@@ -120,6 +127,7 @@ class Job:
     def _calibrate(self) -> None:
         """Decode the content-free prompts once; their choices calibrate every record's."""
         self.calibration = ContextualCalibration()
+        self._phase(f"calibrating: {len(CONTENT_FREE_TEXTS)} content-free prompts")
         requests = []
         for i, text in enumerate(CONTENT_FREE_TEXTS):
             ids = self.builder.content_free_ids(text)
@@ -132,6 +140,7 @@ class Job:
             self._owners = point_owners(results, self.builder.tokenizer.decode)
         self._figures_started = True
         self.outcome.calibration_points = self.calibration.num_points
+        self._phase("")
 
     def _generate(self, requests: Iterable[Request]) -> Iterator[Result]:
         """The engine's results; one job, one set of figures: every run after the first (the
@@ -176,7 +185,10 @@ class Job:
         by_key = {str(a.record.index): a for a in attempts}
         reqs = [r for key, a in by_key.items() for r in scoring_requests(self._channel, tokenizer, a.text, key, context)]
         self.outcome.channel_requests += len(reqs)
+        if reqs:
+            self._phase(f"channel: scoring {len(reqs)} prompts for the next {len(attempts)} records")
         results = list(self._generate(reqs))
+        self._phase("")
         for r in results:  # the scoring prompts are read for this row: its usage counts them
             u = r.usage
             by_key[r.user_data[0]].usage.add(u.prompt_tokens, u.cached_prompt_tokens, u.generated_tokens)
@@ -184,6 +196,10 @@ class Job:
         scores = collect(self._channel, results)
         for key, a in by_key.items():
             a.hook = ChannelHook(self._channel, scores.get(key, ChannelScores()), self.calibration, self._owners)
+
+    def _phase(self, what: str) -> None:
+        if self.listener is not None:
+            self.listener.phase(what)
 
     def _admit(self, record: InputRecord) -> Attempt | None:
         self.outcome.read += 1

@@ -263,3 +263,20 @@ def test_a_copied_value_set_to_null_is_not_counted_as_copied(tmp_path, mode):
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert code == 0 and stats["records_with_ungrounded_values"] == 1
     assert stats["copied_example_fields"] == ({} if mode == "null" else {"/customer_name": 1})
+
+
+def test_the_progress_view_is_told_what_runs_while_no_row_can_finish(tmp_path, monkeypatch):
+    """Calibration, then each window's channel scoring, then decoding (""): the bar says which."""
+    from kvx.cli.progress import ProgressView
+    from kvx.job.job import CHANNEL_WINDOW
+
+    told = []
+    monkeypatch.setattr(ProgressView, "phase", lambda self, what: told.append(what))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": f"parcel {i} is late"} for i in range(CHANNEL_WINDOW + 5)])
+    assert extract(tmp_path, input=src)[0] == 0
+    assert told == ["calibrating: 3 content-free prompts", "",
+                    f"channel: scoring {13 * CHANNEL_WINDOW} prompts for the next {CHANNEL_WINDOW} records", "",
+                    "channel: scoring 65 prompts for the next 5 records", ""]
+    told.clear()
+    assert extract(tmp_path, "--choices", "greedy", input=src, out="greedy.jsonl")[0] == 0
+    assert told == []
