@@ -40,7 +40,29 @@ def test_pattern_matches_python_re(pattern):
         assert dfa.accepts(s.encode()) == bool(rx.search(s)), (pattern, s)
 
 
-@pytest.mark.parametrize("pattern", [r"(?=a)", r"(a)\1", r"\bfoo", r"a(?!b)", r"\p{L}"])
+@pytest.mark.parametrize("pattern", [r"^(?!-)[-a-z0-9]{0,4}[a-z0-9]$", r"^(?!tag|ca)$", r"^(?!.*(ab|ba)).*$",
+                                     r"^(?!a$).*$", r"^(?!ab$)[a-z0-9][a-z0-9+-]*$", r"^(?=[^!*,;]+$)(?=(.*\w)).+$",
+                                     r"^(?!x:)[a-z+.:/]+$", r"^(?!n-)(?![-])(?!.*[-]$)(?!.*[-]{2})[a-z0-9-]+$",
+                                     r"^(?=a)b", r"^(?=a)(?!ab)", r"^(?!a)(?=.*b)"])
+def test_leading_lookaheads_match_python_re(pattern):
+    """`^(?=x)` / `^(?!x)` before the rest of a one-branch pattern: as Python's re (which has them)."""
+    from kvx.grammar.schema.regex_parse import pattern_dfa
+
+    dfa = pattern_dfa(pattern, "/pattern")
+    rx = re.compile(pattern.replace("$", r"\Z"), re.ASCII)
+    rng = random.Random(pattern)
+    alphabet = "abntgcx:-/+.!0 _"
+    seen = set()
+    for _ in range(3000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 7)))
+        want = bool(rx.search(s))
+        seen.add(want)
+        assert (dfa is not None and dfa.accepts(s.encode())) == want, (pattern, s)
+    assert seen == {True, False} or pattern == r"^(?=a)b"  # both sides were tried (that one matches nothing)
+
+
+@pytest.mark.parametrize("pattern", [r"(?=a)", r"(a)\1", r"\bfoo", r"a(?!b)", r"\p{L}", r"^a(?!b)", r"^((?!ab).)*$",
+                                     r"^(?!a)b|c", r"(?<=a)b", r"(?!^[0-9]+$)([a-z]+)"])
 def test_pattern_unsupported_features(pattern):
     with pytest.raises(UnsupportedSchema, match="pattern"):
         compile_program({"type": "string", "pattern": pattern})

@@ -4,7 +4,10 @@ Parsed at the character level (code point classes), then every class is mapped t
 encoder: by default to all its JSON-string spellings, so the automaton runs on the JSON text of
 the string while the pattern means the decoded value. `^`/`$` are honoured at the start/end of
 top-level branches; an unanchored side is padded with "any characters" (search semantics).
-Lookarounds, backreferences, word boundaries and \\p{...} raise UnsupportedSchema.
+Lookaheads right after a leading `^` of a one-branch pattern (`^(?!aws:)[a-z:]+$`, `^(?=.*\\d).+`:
+what SchemaStore and CloudFormation use them for) intersect the pattern's automaton with the
+strings that start (`?=`) or do not start (`?!`) with a match of theirs. Other lookarounds,
+backreferences, word boundaries and \\p{...} raise UnsupportedSchema.
 """
 from __future__ import annotations
 
@@ -32,7 +35,8 @@ class PatternError(Exception):
 
 class _Parser:
     """Recursive descent over the pattern; builds a char-level tree of tuples:
-    ('cls', ranges) ('cat', items) ('alt', items) ('rep', node, lo, hi) ('bol',) ('eol',)."""
+    ('cls', ranges) ('cat', items) ('alt', items) ('rep', node, lo, hi) ('bol',) ('eol',)
+    ('look', positive, node) (a lookahead)."""
 
     def __init__(self, src: str):
         self.src = src
@@ -118,6 +122,12 @@ class _Parser:
             if self.peek() == "?":
                 self.take()
                 kind = self.take() if self.peek() is not None else ""
+                if kind in ("=", "!"):
+                    inner = self.alternation()
+                    if self.peek() != ")":
+                        raise PatternError("missing ')'")
+                    self.take()
+                    return ("look", kind == "=", inner)
                 if kind == "<" and self.peek() not in ("=", "!"):
                     while self.peek() not in (">", None):
                         self.take()
@@ -265,30 +275,62 @@ def _to_ast(node, encode) -> ra.Node:
         return ra.alt(*(_to_ast(n, encode) for n in node[1]))
     if kind == "rep":
         return ra.rep(_to_ast(node[1], encode), node[2], node[3])
+    if kind == "look":
+        raise PatternError("lookaround assertions")
     raise PatternError("anchor in the middle of a pattern")
+
+
+def _searched(branch, encode) -> ra.Node:
+    """One top-level branch as the strings holding a match of it (unanchored sides padded)."""
+    anything = ra.star(encode(cs.ANY))
+    branch, at_start = _strip(branch, "start")
+    branch, at_end = _strip(branch, "end")
+    if _has_anchor(branch):
+        raise PatternError("anchor in the middle of a pattern")
+    body = _to_ast(branch, encode)
+    return ra.seq(ra.EMPTY if at_start else anything, body, ra.EMPTY if at_end else anything)
+
+
+def _searched_tree(tree, encode) -> ra.Node:
+    return ra.alt(*(_searched(br, encode) for br in (tree[1] if tree[0] == "alt" else [tree])))
 
 
 def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
     """Language of strings (spelled through `encode`) that contain a match of `pattern`."""
-    tree = _Parser(pattern).parse()
-    branches = tree[1] if tree[0] == "alt" else [tree]
-    anything = ra.star(encode(cs.ANY))
-    out = []
-    for br in branches:
-        br, at_start = _strip(br, "start")
-        br, at_end = _strip(br, "end")
-        if _has_anchor(br):
-            raise PatternError("anchor in the middle of a pattern")
-        body = _to_ast(br, encode)
-        out.append(ra.seq(ra.EMPTY if at_start else anything, body, ra.EMPTY if at_end else anything))
-    return ra.alt(*out)
+    return _searched_tree(_Parser(pattern).parse(), encode)
+
+
+def _leading_lookaheads(tree) -> tuple[list[tuple[bool, object]], object]:
+    """([(positive, pattern)], the rest) for a one-branch pattern `^(?=a)(?!b)rest`: each lookahead
+    as a pattern anchored at the start (`^a`, `^b`: where it looks); ([], tree) for any other."""
+    items = tree[1] if tree[0] == "cat" else [tree]
+    if not items or items[0] != ("bol",):
+        return [], tree
+    looks, k = [], 1
+    while k < len(items) and items[k][0] == "look":
+        _, positive, inner = items[k]
+        looks.append((positive, ("cat", [("bol",), inner])))
+        k += 1
+    return looks, ("cat", [("bol",), *items[k:]])
 
 
 @lru_cache(maxsize=256)
 def _pattern_dfa(pattern: str, max_states: int):
     from kvx.grammar.automata.compose import fast_compile
+    from kvx.grammar.automata.dfa_ops import product
 
-    return fast_compile(pattern_ast(pattern), max_states)
+    looks, rest = _leading_lookaheads(_Parser(pattern).parse())
+    dfa = fast_compile(_searched_tree(rest, strings.json_char), max_states)
+    for positive, look in looks:
+        if dfa is None:
+            break
+        seen = fast_compile(_searched(look, strings.json_char), max_states)  # strings starting with a match
+        if seen is None:  # the lookahead can never match
+            dfa = None if positive else dfa
+            continue
+        narrowed = product(dfa, seen, "and" if positive else "minus", max_states)
+        dfa = None if narrowed is None else narrowed.expand()
+    return dfa
 
 
 def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):
