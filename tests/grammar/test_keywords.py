@@ -97,3 +97,30 @@ def test_unsupported_stays_refused_with_keyword_and_pointer():
         with pytest.raises(UnsupportedSchema) as err:
             compile_program(schema)
         assert err.value.pointer == pointer and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("uri,reads_as", [
+    ("http://json-schema.org/draft/2019-09/schema#", "2020-12"),  # http: jsonschema knows only the https id
+    ("https://json-schema.org/draft-07/schema#", "2020-12"),  # https: likewise
+    ("http://json-schema.org/draft-07/schema#", "draft7")])
+def test_the_grammar_reads_a_schema_in_the_draft_the_check_does(uri, reads_as):
+    """jsonschema's validator_for picks the draft the record check uses (2020-12 for a $schema it
+    does not know); the grammar reads the schema the same way. A `$ref` with a sibling `type` tells
+    them apart: draft 7 ignores the sibling, 2020-12 applies both."""
+    schema = {"$schema": uri, "type": "object", "required": ["a"], "properties": {"a": {"$ref": "#/$defs/short", "type": "string"}},
+              "$defs": {"short": {"maxLength": 2}}}
+    grammar = compile_schema(schema, smol_tokenizer())
+    check = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    for text in ('{"a":"ab"}', '{"a":5}', '{"a":"abc"}'):
+        assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
+    assert grammar.accepts_text('{"a":5}') == (reads_as == "draft7")
+    warnings = compile_program(schema).warnings
+    assert any("read as draft 2020-12" in w for w in warnings) == (reads_as == "2020-12")  # none of them names one it knows
+
+
+def test_draft_3_and_custom_meta_schemas_are_refused():
+    """A custom meta-schema may switch vocabularies off (the Test-Suite's vocabulary groups)."""
+    with pytest.raises(UnsupportedSchema, match=r"'\$schema' at / \(draft 3\)"):
+        compile_program({"$schema": "http://json-schema.org/draft-03/schema#", "type": "integer"})
+    with pytest.raises(UnsupportedSchema, match=r"'\$schema' at / \(custom meta-schema 'https://example.com/m.json'\)"):
+        compile_program({"$schema": "https://example.com/m.json", "type": "integer"})

@@ -14,8 +14,8 @@ from jsonschema.validators import validator_for
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
-from kvx.grammar.schema.refs import named_dialect
 from kvx.grammar.options import GrammarOptions, Whitespace
+from kvx.grammar.schema.refs import names_a_draft
 from kvx.grammar.schema.rules import RuleBuilder
 
 WHITESPACE_MODES: tuple[Whitespace, ...] = get_args(Whitespace)
@@ -37,12 +37,24 @@ def validator_class(schema):
         else jsonschema.Draft202012Validator
 
 
-def _check_root(schema) -> None:
+def _check_root(schema) -> str | None:
+    """Refuses what cannot be a schema, draft 3 and custom meta-schemas (they may switch vocabularies
+    off); returns a note for a draft's meta-schema spelt in a way jsonschema does not know (`http://`
+    for 2019-09): read as 2020-12, as the record check reads it."""
     if not isinstance(schema, (dict, bool)):
         raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
-    dialect = schema.get("$schema") if isinstance(schema, dict) else None
-    if isinstance(dialect, str) and named_dialect(dialect) is None:
-        raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {dialect!r})", "$schema", "")
+    uri = schema.get("$schema") if isinstance(schema, dict) else None
+    if not isinstance(uri, str):
+        return None
+    cls = validator_for(schema, default=None)
+    if cls is jsonschema.Draft3Validator:
+        raise UnsupportedSchema("unsupported keyword '$schema' at / (draft 3)", "$schema", "")
+    if cls is None and not names_a_draft(uri):
+        raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {uri!r})", "$schema", "")
+    if cls is None:
+        return (f"$schema {uri!r} is a draft's meta-schema spelt in a way jsonschema does not know: read as "
+                f"draft 2020-12, as the record check reads it")
+    return None
 
 
 def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
@@ -79,8 +91,10 @@ def paused_gc():
 
 
 def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
-    _check_root(schema)
+    note = _check_root(schema)
     builder = RuleBuilder(schema, options, validator_class(schema))
+    if note is not None:
+        builder.notes.warn_once("/$schema", note)
     try:
         program = builder.program()
     except TooLarge as err:

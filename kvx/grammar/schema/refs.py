@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urldefrag, urljoin
 
+from jsonschema.validators import validator_for
+
 from kvx.grammar.errors import UnsupportedSchema
 
 # keywords whose value is a schema, a list of schemas, or a name -> schema map
@@ -15,14 +17,11 @@ SCHEMA_VALUED = {"items", "additionalProperties", "not", "if", "then", "else", "
                  "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems"}
 SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
 SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-DIALECTS = {  # $schema prefix -> dialect
-    "https://json-schema.org/draft/2020-12/": "2020-12",
-    "https://json-schema.org/draft/2019-09/": "2019-09",
-    "http://json-schema.org/draft-07/": "draft7",
-    "http://json-schema.org/draft-06/": "draft6",
-    "http://json-schema.org/draft-04/": "draft4",
-    "http://json-schema.org/schema": "2020-12",
-}
+DIALECTS = {"Draft202012Validator": "2020-12", "Draft201909Validator": "2019-09", "Draft7Validator": "draft7",
+            "Draft6Validator": "draft6", "Draft4Validator": "draft4"}  # jsonschema's validator -> dialect
+DRAFT_URIS = ("http://json-schema.org/draft/2020-12/", "http://json-schema.org/draft/2019-09/",
+              "http://json-schema.org/draft-07/", "http://json-schema.org/draft-06/", "http://json-schema.org/draft-04/",
+              "http://json-schema.org/schema")  # the drafts' meta-schemas (http or https)
 LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
 
 
@@ -36,15 +35,17 @@ def escape(token: str) -> str:
 
 
 def dialect_of(root) -> str:
-    """The dialect named by the root's $schema (2020-12 when absent or unknown)."""
-    uri = root.get("$schema") if isinstance(root, dict) else None
-    return (named_dialect(uri) if isinstance(uri, str) else None) or "2020-12"
+    """The dialect the record check reads the schema in (jsonschema's `validator_for`): the draft
+    its $schema names, 2020-12 when it names none or another meta-schema (draft 3 is refused
+    before this is asked)."""
+    cls = validator_for(root, default=None) if isinstance(root, dict) else None
+    return "2020-12" if cls is None else DIALECTS.get(cls.__name__, "2020-12")
 
 
-def named_dialect(uri: str) -> str | None:
-    """The dialect a $schema URI names (drafts under http or https), or None for another meta-schema."""
-    uri = uri.replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0")
-    return next((name for prefix, name in DIALECTS.items() if uri.startswith(prefix)), None)
+def names_a_draft(uri: str) -> bool:
+    """Whether a $schema URI is a draft 4-2020-12 meta-schema's, spelt with http or https (else it
+    is a custom meta-schema, which may switch vocabularies off)."""
+    return uri.replace("https://", "http://", 1).startswith(DRAFT_URIS)
 
 
 def child_pointers(node: dict, pointer: str):
