@@ -132,8 +132,10 @@ class _Parser:
                     while self.peek() not in (">", None):
                         self.take()
                     self.take()
-                elif kind != ":":
+                elif kind == "<":
                     raise PatternError("lookaround assertions")
+                elif kind != ":":  # (?i) and the like: Python's, not ECMA-262's
+                    raise PatternError(f"inline flags '(?{kind}'" if kind.isalpha() else "unknown group '(?'")
             inner = self.alternation()
             if self.peek() != ")":
                 raise PatternError("missing ')'")
