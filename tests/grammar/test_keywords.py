@@ -92,7 +92,8 @@ def test_post_checks_are_named():
 
 def test_unsupported_stays_refused_with_keyword_and_pointer():
     cases = {"/properties/a/not": {"properties": {"a": {"not": {"contains": {"type": "string"}}}}},
-             "/properties/b": {"properties": {"b": {"$dynamicRef": "#x"}}}}
+             "/properties/b": {"properties": {"b": {"$dynamicRef": "#x"}},  # x carried twice: dynamic
+                               "$defs": {"one": {"$dynamicAnchor": "x"}, "two": {"$id": "two", "$dynamicAnchor": "x"}}}}
     for pointer, schema in cases.items():
         with pytest.raises(UnsupportedSchema) as err:
             compile_program(schema)
@@ -124,3 +125,22 @@ def test_draft_3_and_custom_meta_schemas_are_refused():
         compile_program({"$schema": "http://json-schema.org/draft-03/schema#", "type": "integer"})
     with pytest.raises(UnsupportedSchema, match=r"'\$schema' at / \(custom meta-schema 'https://example.com/m.json'\)"):
         compile_program({"$schema": "https://example.com/m.json", "type": "integer"})
+
+
+def test_a_dynamic_reference_that_cannot_be_dynamic_is_a_ref():
+    """One `$dynamicAnchor` of that name in the document (OpenAPI 3.1's `#meta`): the reference
+    resolves to it whatever the dynamic scope, as jsonschema resolves it; a recursive tree with it."""
+    tree = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$dynamicAnchor": "node", "type": "object",
+            "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$dynamicRef": "#node"}}},
+            "required": ["v"], "additionalProperties": False}
+    grammar = compile_schema(tree, smol_tokenizer())
+    check = jsonschema.Draft202012Validator(tree)
+    for text in ('{"v":1}', '{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}', '{"v":1,"kids":[{"v":"x"}]}',
+                 '{"v":1,"kids":[{"kids":[]}]}', '{"v":1,"kids":[3]}'):
+        assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
+    recursive = {"$schema": "https://json-schema.org/draft/2019-09/schema", "$recursiveAnchor": True, "type": "array",
+                 "items": {"anyOf": [{"type": "integer"}, {"$recursiveRef": "#"}]}}
+    grammar = compile_schema(recursive, smol_tokenizer())
+    check = jsonschema.Draft201909Validator(recursive)
+    for text in ('[1,[2,[3]]]', '[1,["x"]]', '[]', '[[[]]]', '["a"]'):
+        assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text

@@ -15,7 +15,8 @@ from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.options import GrammarOptions, Whitespace
-from kvx.grammar.schema.refs import names_a_draft
+from kvx.grammar.schema.dynamic_refs import with_static_refs
+from kvx.grammar.schema.refs import dialect_of, names_a_draft
 from kvx.grammar.schema.rules import RuleBuilder
 
 WHITESPACE_MODES: tuple[Whitespace, ...] = get_args(Whitespace)
@@ -92,7 +93,7 @@ def paused_gc():
 
 def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
     note = _check_root(schema)
-    builder = RuleBuilder(schema, options, validator_class(schema))
+    builder = RuleBuilder(with_static_refs(schema, dialect_of(schema)), options, validator_class(schema))
     if note is not None:
         builder.notes.warn_once("/$schema", note)
     try:

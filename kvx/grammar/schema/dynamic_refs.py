@@ -1,0 +1,84 @@
+"""`$dynamicRef` (2020-12) and `$recursiveRef` (2019-09) where they cannot be dynamic.
+
+A dynamic reference resolves like `$ref`; then, if its target carries the matching dynamic anchor
+(`$dynamicAnchor` of the same name, `$recursiveAnchor: true`), it moves to the outermost schema
+resource in the dynamic scope that carries one too. Where the document carries that anchor once at
+most (or the reference's fragment is a JSON pointer, which no dynamic anchor matches), the outermost
+one is the target itself: the reference is a plain `$ref` and is compiled as one (OpenAPI 3.1's
+`"$dynamicRef": "#meta"` is such a case). Where the anchor is carried twice or more, the reference
+can resolve to either at run time, and stays refused.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+from urllib.parse import unquote, urldefrag
+
+from kvx.grammar.schema.refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED
+
+DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
+
+
+def _subschemas(node: dict):
+    for key, value in node.items():
+        if key in SCHEMA_VALUED and isinstance(value, dict):
+            yield value
+        elif key in SCHEMA_LISTS and isinstance(value, list):
+            yield from (v for v in value if isinstance(v, dict))
+        elif key in SCHEMA_MAPS and isinstance(value, dict):
+            yield from (v for v in value.values() if isinstance(v, dict))
+
+
+def _anchors(root: dict) -> tuple[Counter, int, bool]:
+    """($dynamicAnchor name -> how many carry it, how many carry `$recursiveAnchor: true`, whether
+    any dynamic reference is there at all)."""
+    names: Counter = Counter()
+    recursive, any_ref, todo = 0, False, [root]
+    while todo:
+        node = todo.pop()
+        if isinstance(node.get("$dynamicAnchor"), str):
+            names[node["$dynamicAnchor"]] += 1
+        recursive += node.get("$recursiveAnchor") is True
+        any_ref = any_ref or "$dynamicRef" in node or "$recursiveRef" in node
+        todo.extend(_subschemas(node))
+    return names, recursive, any_ref
+
+
+def with_static_refs(schema: Any, dialect: str) -> Any:
+    """The schema with each dynamic reference that cannot be dynamic written as a `$ref` (a copy;
+    the schema itself when there is none)."""
+    keyword = DYNAMIC.get(dialect)
+    if keyword is None or not isinstance(schema, dict):
+        return schema
+    names, recursive, any_ref = _anchors(schema)
+    if not any_ref:
+        return schema
+
+    def static(ref: Any) -> bool:
+        if not isinstance(ref, str):
+            return False
+        if keyword == "$recursiveRef":
+            return recursive <= 1
+        fragment = urldefrag(ref)[1]
+        return fragment == "" or fragment.startswith("/") or names[unquote(fragment)] <= 1
+
+    def rewrite(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = dict(node)
+        for key, value in node.items():
+            if key in SCHEMA_VALUED and isinstance(value, dict):
+                out[key] = rewrite(value)
+            elif key in SCHEMA_LISTS and isinstance(value, list):
+                out[key] = [rewrite(v) for v in value]
+            elif key in SCHEMA_MAPS and isinstance(value, dict):
+                out[key] = {k: rewrite(v) for k, v in value.items()}
+        if static(node.get(keyword)) and isinstance(out.get("allOf", []), list):
+            ref = out.pop(keyword)
+            if "$ref" in out:  # both: each applies (2019-09 on)
+                out["allOf"] = [*out.get("allOf", []), {"$ref": ref}]
+            else:
+                out["$ref"] = ref
+        return out
+
+    return rewrite(schema)
