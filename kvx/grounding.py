@@ -37,9 +37,14 @@ MAX_DEPTH = 8  # object / array levels searched for grounded fields
 Place = tuple[str | int | None, ...]  # keys and array positions into a record; in a pattern None is any position
 
 
+def _free(node: Any) -> bool:
+    """A schema whose strings are quotes, not normalised values."""
+    return isinstance(node, dict) and not any(k in node for k in NORMALISED)
+
+
 def _value_type(node: Any) -> str | None:
     """The free value type a nullable field takes (string / number / integer), else None."""
-    if not isinstance(node, dict) or any(k in node for k in NORMALISED):
+    if not _free(node):
         return None
     types = node.get("type")
     if isinstance(types, list) and "null" in types:
@@ -60,7 +65,7 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
         value_type = _value_type(node)
         if value_type is None and optional is not None:
             inner = optional[0]
-            if inner.get("type") in VALUE_TYPES and not any(k in inner for k in NORMALISED):
+            if _free(inner) and inner.get("type") in VALUE_TYPES:
                 value_type = inner["type"]
             else:  # an optional object or array: its fields
                 node, seen = optional
@@ -68,7 +73,8 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
             if path:
                 out[path] = value_type
             return
-        for name, sub in (node.get("properties") or {}).items():
+        properties = node.get("properties")
+        for name, sub in (properties.items() if isinstance(properties, dict) else ()):
             walk(sub, (*path, name), seen)
         if isinstance(node.get("items"), dict):
             walk(node["items"], (*path, None), seen)
