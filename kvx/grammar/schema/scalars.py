@@ -18,6 +18,10 @@ from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, Notes
 from kvx.grammar.schema.values import json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
+# a length bound above this, on a string that also has a pattern or format, is left to the check
+# after generation: the exact automaton is the pattern's states times the count (CloudFormation's
+# `maxLength: 2048` with a pattern ran past the state cap), and a record rarely writes that much
+LONG_WITH_PATTERN = 256
 
 
 @dataclass(frozen=True)
@@ -224,9 +228,20 @@ class Scalars:
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
         if hi is not None and hi < lo:
             return None
+        if patterns or formats:
+            lo, hi = self._long_bounds(pieces, lo, hi)
         order = lambda xs: tuple(sorted(set(xs)))
         return StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
                           order(excluded))
+
+    def _long_bounds(self, pieces: list, lo: int, hi: int | None) -> tuple[int, int | None]:
+        """(lo, hi) without a bound over LONG_WITH_PATTERN, each such keyword said post-checked."""
+        for keyword, value in (("minLength", lo), ("maxLength", hi)):
+            if value is not None and value > LONG_WITH_PATTERN:
+                for ptr, node in pieces:
+                    if isinstance(node.get(keyword), int) and node[keyword] > LONG_WITH_PATTERN:
+                        self.notes.post_check(keyword, ptr, f"over {LONG_WITH_PATTERN} with a pattern or format")
+        return (0 if lo > LONG_WITH_PATTERN else lo), (None if hi is not None and hi > LONG_WITH_PATTERN else hi)
 
     def string_body(self, spec: StringSpec) -> ra.Node:
         """What may stand between the quotes under `spec` (in any JSON spelling of each character)."""
