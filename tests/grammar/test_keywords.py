@@ -144,3 +144,18 @@ def test_a_dynamic_reference_that_cannot_be_dynamic_is_a_ref():
     check = jsonschema.Draft201909Validator(recursive)
     for text in ('[1,[2,[3]]]', '[1,["x"]]', '[]', '[[[]]]', '["a"]'):
         assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
+
+
+def test_a_long_length_bound_beside_a_pattern_is_post_checked():
+    """maxLength 2480 with a pattern (CloudFormation): the pattern is enforced, the bound is left to
+    the check after generation and said so; a short bound stays exact."""
+    schema = {"type": "object", "properties": {"s": {"type": "string", "maxLength": 2480, "pattern": "^[a-z]+$"},
+                                               "t": {"type": "string", "maxLength": 3, "pattern": "^[a-z]+$"}}}
+    compiled = compile_program(schema)
+    assert compiled.post_checks == ["/properties/s/maxLength"] and "over 256" in compiled.warnings[0]
+    grammar = compile_schema(schema, smol_tokenizer())
+    check = jsonschema.Draft202012Validator(schema)
+    for text in ('{"s":"abc"}', '{"s":"ab1"}', '{"t":"abcd"}', '{"t":"ab"}'):
+        assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
+    too_long = json.dumps({"s": "a" * 2481}, separators=(",", ":"))
+    assert grammar.accepts_text(too_long) and not check.is_valid(json.loads(too_long))  # the check's to catch
