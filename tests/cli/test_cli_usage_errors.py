@@ -40,6 +40,7 @@ CASES = [
     (["--max-tokens", "many"], ["Invalid value for '--max-tokens'"]),
     (["--choices", "best"], ["--choices 'best': choose one of greedy, rank, calibrated"]),
     (["--truncate", "end"], ["--truncate 'end': choose one of none, head, tail, middle"]),
+    (["--ungrounded", "drop"], ["--ungrounded 'drop': choose one of null, keep"]),
     (["--schema-style", "yaml"], ["--schema-style 'yaml': choose one of fields, json"]),
     (["--frobnicate"], ["No such option: --frobnicate"]),
 ]
