@@ -78,11 +78,10 @@ def enum_fields(schema: object) -> list[EnumField]:
     if not isinstance(schema, dict):
         return []
     resolve, out = resolver(schema), []
-    for name, sub in top_level_properties(schema).items():
+    for name, sub in top_level_properties(schema, resolve).items():
         values = _enum_values(sub, resolve)
         if (isinstance(values, list) and 2 <= len(values) <= MAX_VALUES
-                and all(isinstance(v, str) for v in values if v is not None) and values.count(None) <= 1
-                and len(set(values)) == len(values) and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
+                and all(isinstance(v, str) for v in values if v is not None) and len(set(values)) == len(values) and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
             out.append(EnumField(name, tuple(values)))
     return out
 

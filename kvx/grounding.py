@@ -22,13 +22,13 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-from kvx.copy_check import CENT
+from kvx.copy_check import CENT, NUMBER
 from kvx.schema_text import optional_branch, resolver
 
 Ungrounded = Literal["null", "keep"]  # what a job does with an ungrounded value (--ungrounded)
 VALUE_TYPES = {"string", "number", "integer"}
 NON_ALNUM = re.compile(r"[^0-9a-z]+")
-SCALED = re.compile(r"(\d[\d,]*(?:\.\d+)?)(?:\s*(thousand|million|billion|k|m|bn)\b)?", re.I)
+SCALED = re.compile(rf"({NUMBER.pattern})(?:\s*(thousand|million|billion|k|m|bn)\b)?", re.I)  # copy_check's numbers, scaled
 SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
 WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
          "sixteen seventeen eighteen nineteen twenty").split()
@@ -61,9 +61,9 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
         node, seen = resolve(node, seen)
         if not isinstance(node, dict) or len(path) > MAX_DEPTH:
             return
-        optional = optional_branch(node, resolve, seen)
         value_type = _value_type(node)
-        if value_type is None and optional is not None:
+        optional = optional_branch(node, resolve, seen) if value_type is None else None
+        if optional is not None:
             inner = optional[0]
             if _free(inner) and inner.get("type") in VALUE_TYPES:
                 value_type = inner["type"]

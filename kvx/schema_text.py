@@ -25,16 +25,17 @@ def describe_fields(schema: dict) -> str:
     return "\n".join(_Describer(schema).lines(schema, 0, ()))
 
 
-def top_level_properties(schema: dict) -> dict[str, Any]:
-    """The root object's properties, resolved as the field list reads them (local `$ref`s and a lone
-    `allOf` member merged in): what the record's top-level fields accept."""
-    d = _Describer(schema)
-    root, seen = d.resolve(schema, ())
-    props = root.get("properties") if isinstance(root, dict) else None
-    return {name: d.resolve(sub, seen)[0] for name, sub in (props or {}).items()}
-
-
 Resolve = Callable[[Any, tuple[str, ...]], tuple[Any, tuple[str, ...]]]  # (node, targets followed) -> the same, resolved
+
+
+def top_level_properties(schema: dict, resolve: Resolve | None = None) -> dict[str, Any]:
+    """The root object's properties, resolved as the field list reads them (local `$ref`s and a lone
+    `allOf` member merged in): what the record's top-level fields accept. `resolve`: the schema's
+    resolver (kvx.schema_text.resolver), when the caller has one."""
+    resolve = resolve or resolver(schema)
+    root, seen = resolve(schema, ())
+    props = root.get("properties") if isinstance(root, dict) else None
+    return {name: resolve(sub, seen)[0] for name, sub in (props or {}).items()}
 
 
 def resolver(schema: dict) -> Resolve:

@@ -95,9 +95,14 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
 def copy_warnings(outcome: JobOutcome, ok: int) -> list[str]:
     if not outcome.copying_records:
         return []
-    fields = ", ".join(f"{p} {n}" for p, n in outcome.copied_fields.most_common(4))
+    fields = _most_counted(outcome.copied_fields)
     return [f"{outcome.copying_records} of {ok} ok records copy a value from --examples that their text does not "
             f"contain ({fields}): the model repeats the example instead of reading the text"]
+
+
+def _most_counted(counts: dict[str, int], most: int = 4) -> str:
+    """'/a 5, /b 2': the `most` commonest pointers and their counts."""
+    return ", ".join(f"{p} {n}" for p, n in sorted(counts.items(), key=lambda kv: -kv[1])[:most])
 
 
 def write_stats(path: str, stats: dict) -> None:
@@ -134,7 +139,7 @@ def print_summary(stats: dict) -> None:
         rows.append(("truncated", f"{stats['truncated_records']} records, {stats['truncated_tokens']} tokens cut "
                                   f"(--truncate {stats['truncate']})"))
     if stats["records_with_ungrounded_values"]:
-        fields = ", ".join(f"{p} {n}" for p, n in list(stats["ungrounded_fields"].items())[:4])
+        fields = _most_counted(stats["ungrounded_fields"])
         done = "set to null" if stats["ungrounded"] == "null" else "kept"
         rows.append(("not in the text", f"{stats['records_with_ungrounded_values']} records ({fields}): {done} "
                                         f"(--ungrounded {stats['ungrounded']})"))

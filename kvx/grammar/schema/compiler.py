@@ -50,9 +50,9 @@ def _check_root(schema) -> str | None:
     cls = validator_for(schema, default=None)
     if cls is jsonschema.Draft3Validator:
         raise UnsupportedSchema("unsupported keyword '$schema' at / (draft 3)", "$schema", "")
-    if cls is None and not names_a_draft(uri):
-        raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {uri!r})", "$schema", "")
     if cls is None:
+        if not names_a_draft(uri):
+            raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {uri!r})", "$schema", "")
         return (f"$schema {uri!r} is a draft's meta-schema spelt in a way jsonschema does not know: read as "
                 f"draft 2020-12, as the record check reads it")
     return None

@@ -14,19 +14,9 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urldefrag
 
-from kvx.grammar.schema.refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED
+from kvx.grammar.schema.refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED, child_pointers
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
-
-
-def _subschemas(node: dict):
-    for key, value in node.items():
-        if key in SCHEMA_VALUED and isinstance(value, dict):
-            yield value
-        elif key in SCHEMA_LISTS and isinstance(value, list):
-            yield from (v for v in value if isinstance(v, dict))
-        elif key in SCHEMA_MAPS and isinstance(value, dict):
-            yield from (v for v in value.values() if isinstance(v, dict))
 
 
 def _anchors(root: dict) -> tuple[Counter, int, bool]:
@@ -40,7 +30,7 @@ def _anchors(root: dict) -> tuple[Counter, int, bool]:
             names[node["$dynamicAnchor"]] += 1
         recursive += node.get("$recursiveAnchor") is True
         any_ref = any_ref or "$dynamicRef" in node or "$recursiveRef" in node
-        todo.extend(_subschemas(node))
+        todo.extend(sub for _, sub in child_pointers(node, "") if isinstance(sub, dict))
     return names, recursive, any_ref
 
 

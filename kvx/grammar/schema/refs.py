@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urldefrag, urljoin
 
+import jsonschema
 from jsonschema.validators import validator_for
 
 from kvx.grammar.errors import UnsupportedSchema
@@ -17,8 +18,9 @@ SCHEMA_VALUED = {"items", "additionalProperties", "not", "if", "then", "else", "
                  "propertyNames", "unevaluatedItems", "unevaluatedProperties", "additionalItems"}
 SCHEMA_LISTS = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
 SCHEMA_MAPS = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
-DIALECTS = {"Draft202012Validator": "2020-12", "Draft201909Validator": "2019-09", "Draft7Validator": "draft7",
-            "Draft6Validator": "draft6", "Draft4Validator": "draft4"}  # jsonschema's validator -> dialect
+DIALECTS = {jsonschema.Draft202012Validator: "2020-12", jsonschema.Draft201909Validator: "2019-09",
+            jsonschema.Draft7Validator: "draft7", jsonschema.Draft6Validator: "draft6",
+            jsonschema.Draft4Validator: "draft4"}  # jsonschema's validator -> dialect
 DRAFT_URIS = ("http://json-schema.org/draft/2020-12/", "http://json-schema.org/draft/2019-09/",
               "http://json-schema.org/draft-07/", "http://json-schema.org/draft-06/", "http://json-schema.org/draft-04/",
               "http://json-schema.org/schema")  # the drafts' meta-schemas (http or https)
@@ -39,7 +41,7 @@ def dialect_of(root) -> str:
     its $schema names, 2020-12 when it names none or another meta-schema (draft 3 is refused
     before this is asked)."""
     cls = validator_for(root, default=None) if isinstance(root, dict) else None
-    return "2020-12" if cls is None else DIALECTS.get(cls.__name__, "2020-12")
+    return DIALECTS.get(cls, "2020-12")
 
 
 def names_a_draft(uri: str) -> bool:
