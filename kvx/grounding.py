@@ -6,7 +6,8 @@ text has none: a company "as named in the text", an order reference, an amount. 
 such a field anyway: on the labelled complaints the default model wrote a company for 23 of 75
 texts that name none (often the product it had just chosen), and 50 of 63 amounts the text does
 not hold. Such a value is invented, so `--ungrounded null` (the default) writes null instead;
-`keep` keeps it. Either way the job counts them per field (the summary and `--stats`).
+`keep` keeps it. Either way the row's `ungrounded` column names each one with the value the model
+wrote, and the job counts them per field (the summary and `--stats`).
 
 Grounded means: a string's letters and digits occur in the text's, in order (case, spacing and
 punctuation aside: `FitTrack 2` holds `fit-track-2`); a number equals, to the cent, one of the
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, NamedTuple
 
 from kvx.copy_check import CENT, NUMBER
 from kvx.schema_text import optional_branch, resolver
@@ -111,6 +112,12 @@ def _places(value: Any, pattern: Place, at: Place = ()) -> list[tuple[Place, Any
     return [found for k, v in items for found in _places(v, rest, (*at, k))]
 
 
+class UngroundedValue(NamedTuple):
+    pattern: Place  # the grounded field (None for any array position)
+    path: Place  # where in the record
+    value: str | int | float  # what the model wrote there
+
+
 @dataclass
 class Grounding:
     """Checks a record's grounded fields against its text (see the module docstring)."""
@@ -121,8 +128,8 @@ class Grounding:
     def of(cls, schema: dict) -> "Grounding":
         return cls(grounded_fields(schema))
 
-    def ungrounded(self, record: Any, text: str) -> list[tuple[Place, Place]]:
-        """(pattern, path) of each grounded value the text does not hold."""
+    def ungrounded(self, record: Any, text: str) -> list[UngroundedValue]:
+        """Each grounded value the text does not hold."""
         letters, numbers = None, None
         out = []
         for pattern in self.fields:
@@ -136,7 +143,7 @@ class Grounding:
                 else:  # null, or a type the schema did not promise
                     continue
                 if not held:
-                    out.append((pattern, path))
+                    out.append(UngroundedValue(pattern, path, value))
         return out
 
     @staticmethod

@@ -172,6 +172,14 @@ USAGE_TYPE = pa.struct([
 ])
 
 
+UNGROUNDED_TYPE = pa.map_(pa.string(), pa.string())  # JSON pointer -> the value as JSON text
+
+
+def ungrounded_entries(found: dict[str, Any] | None) -> list[tuple[str, str]] | None:
+    """OutputRow.ungrounded as UNGROUNDED_TYPE takes it (the values as JSON text)."""
+    return None if not found else [(k, _as_json(v)) for k, v in found.items()]
+
+
 def output_schema(record: Column) -> pa.Schema:
     """The columns of a kvx output Parquet file: one row per input record."""
     return pa.schema([
@@ -181,4 +189,5 @@ def output_schema(record: Column) -> pa.Schema:
         pa.field("error", pa.string()),
         pa.field("attempts", pa.int64()),
         pa.field("usage", USAGE_TYPE),
+        pa.field("ungrounded", UNGROUNDED_TYPE),
     ])

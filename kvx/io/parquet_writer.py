@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvx.errors import ConfigError, OutputError, one_line
-from kvx.io.arrow_schema import Column, output_schema
+from kvx.io.arrow_schema import Column, output_schema, ungrounded_entries
 from kvx.io.commit_policy import BufferedWriter, CommitPolicy, fsync_dir
 from kvx.io.done_rows import DoneRows
 from kvx.io.fingerprint import Fingerprint
@@ -59,6 +59,7 @@ class ParquetWriter(BufferedWriter):
     def add(self, row: OutputRow) -> int:
         d = row.to_dict()
         d["record"] = self.record.convert(d["record"])
+        d["ungrounded"] = ungrounded_entries(d["ungrounded"])
         return self._buffer(d)
 
     def _flush(self, batch: list[dict]) -> None:
@@ -109,11 +110,19 @@ def merge_parts(path: Path, schema: pa.Schema) -> None:
         for src in sources:
             pf = pq.ParquetFile(src)
             for i in range(pf.num_row_groups):  # row group by row group: memory stays flat
-                w.write_table(pf.read_row_group(i).cast(schema).replace_schema_metadata(meta))
+                w.write_table(_conformed(pf.read_row_group(i), schema).replace_schema_metadata(meta))
     _fsync_file(tmp)
     os.replace(tmp, path)
     fsync_dir(path.parent)
     shutil.rmtree(parts, ignore_errors=True)
+
+
+def _conformed(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """`table` in `schema`; a column an older kvx did not write (e.g. `ungrounded`) is null."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    return table.select(schema.names).cast(schema)
 
 
 def drop_merged_parts(path: Path) -> None:

@@ -49,6 +49,9 @@ class OutputRow:
     error: str | None = None
     attempts: int = 0  # generations spent on this row (0 for input errors)
     usage: RowUsage = field(default_factory=RowUsage)
+    # JSON pointer -> the value the model wrote there that its text does not hold (kvx/grounding.py):
+    # written as null under --ungrounded null, kept under keep; None when there is none
+    ungrounded: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -63,4 +66,5 @@ class OutputRow:
                 "generated_tokens": self.usage.generated_tokens,
                 "truncated_tokens": self.usage.truncated_tokens,
             },
+            "ungrounded": self.ungrounded,
         }

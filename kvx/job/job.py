@@ -273,9 +273,10 @@ class Job:
             return
         value, problem = self.checker.check(result.text, result.finish_reason)
         if problem is None:
-            value = self._ground(value, attempt.text)
+            value, ungrounded = self._ground(value, attempt.text)
             self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
-            self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage))
+            self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage,
+                                                  ungrounded))
         elif attempt.number < self.settings.retries:
             attempt.number += 1
             self.outcome.retries += 1
@@ -284,18 +285,20 @@ class Job:
             row = OutputRow(record.id, "invalid", None, record.message(problem), attempt.number + 1, attempt.usage)
             self.sink.put(record.index, row)
 
-    def _ground(self, record: Any, text: str) -> Any:
+    def _ground(self, record: Any, text: str) -> tuple[Any, dict[str, Any] | None]:
         """The record with its ungrounded values counted, and set to null under `--ungrounded null`
-        (kept if null would break the schema, e.g. a `oneOf` that two branches then match)."""
+        (kept if null would break the schema, e.g. a `oneOf` that two branches then match); and
+        those values by JSON pointer, for the row's `ungrounded` column."""
         found = self.grounding.ungrounded(record, text)
         if not found:
-            return record
+            return record, None
         self.outcome.ungrounded_records += 1
-        self.outcome.ungrounded_fields.update({pointer(pattern) for pattern, _ in found})
+        self.outcome.ungrounded_fields.update({pointer(f.pattern) for f in found})
+        values = {pointer(f.path): f.value for f in found}
         if self.settings.ungrounded == "keep":
-            return record
-        nulled = self.grounding.nulled(record, [path for _, path in found])
-        return nulled if self.checker.problem(nulled) is None else record
+            return record, values
+        nulled = self.grounding.nulled(record, [f.path for f in found])
+        return (nulled if self.checker.problem(nulled) is None else record), values
 
     def _check_copies(self, record: Any, text: str) -> None:
         if self.copy_check is None:

@@ -248,6 +248,7 @@ def test_values_the_text_lacks_become_null_and_are_counted(tmp_path, mode):
     assert all(jsonschema.validate(r["record"], SCHEMA) is None for r in rows)
     assert stats["records_with_ungrounded_values"] == 1 and stats["ungrounded_fields"] == {"/customer_name": 1}
     assert stats["ungrounded"] == mode
+    assert [r["ungrounded"] for r in rows] == [{"/customer_name": "Ada Lovelace"}, None, None]  # which row, what value
 
 
 @pytest.mark.parametrize("mode", ["null", "keep"])

@@ -41,7 +41,7 @@ def test_a_key_named_star_is_a_key_not_any_position():
     g = Grounding.of(schema)
     assert {pointer(p) for p in g.fields} == {"/*", "/xs/*"}
     found = g.ungrounded({"*": "made up", "xs": [1, 7]}, "one")
-    assert [pointer(p) for _, p in found] == ["/*", "/xs/1"]
+    assert [(pointer(f.path), f.value) for f in found] == [("/*", "made up"), ("/xs/1", 7)]
 
 
 def test_the_shipped_schemas():
@@ -56,7 +56,7 @@ def test_the_shipped_schemas():
 def test_strings_are_held_case_spacing_and_punctuation_aside(value, held):
     g = Grounding({("name",): "string"})
     text = "I wrote to wells fargo twice."
-    assert g.ungrounded({"name": value}, text) == ([] if held else [(("name",), ("name",))])
+    assert g.ungrounded({"name": value}, text) == ([] if held else [(("name",), ("name",), value)])
 
 
 def test_numbers_in_digits_scale_words_and_small_words():
@@ -64,7 +64,7 @@ def test_numbers_in_digits_scale_words_and_small_words():
     g = Grounding({("amount",): "number", ("count",): "integer"})
     text = "I was charged $1,200.50 five times"
     assert g.ungrounded({"amount": 1200.5, "count": 5}, text) == []
-    assert [p for _, p in g.ungrounded({"amount": 1200.0, "count": 100}, text)] == [("amount",), ("count",)]
+    assert [f.path for f in g.ungrounded({"amount": 1200.0, "count": 100}, text)] == [("amount",), ("count",)]
     assert g.ungrounded({"amount": None, "count": True}, text) == []  # null and booleans are not values to hold
 
 
@@ -73,8 +73,8 @@ def test_nulled_record_still_matches_the_schema():
               "seller": {"email": "x@y.z", "name": "Acme"}, "lines": [{"sku": "A-1"}, {"sku": "B-2"}],
               "tree": {"label": "A-1", "children": [{"label": "root"}]}}
     found = Grounding.of(PYDANTIC).ungrounded(record, "order a-1, twice")
-    assert {pointer(p) for _, p in found} == {"/name", "/amount", "/count", "/seller/email", "/lines/1/sku"}
-    nulled = Grounding.nulled(record, [p for _, p in found])
+    assert {pointer(f.path) for f in found} == {"/name", "/amount", "/count", "/seller/email", "/lines/1/sku"}
+    nulled = Grounding.nulled(record, [f.path for f in found])
     assert nulled == {"name": None, "amount": None, "order": "A-1", "count": None, "title": "t",
                       "seller": {"email": None, "name": "Acme"}, "lines": [{"sku": "A-1"}, {"sku": None}],
                       "tree": {"label": "A-1", "children": [{"label": "root"}]}}  # nested past the pattern: kept

@@ -77,6 +77,25 @@ def test_parquet_parts_merge_and_resume(tmp_path):
                                              "truncated_tokens": 0}
 
 
+def test_ungrounded_values_are_a_map_column_and_old_outputs_resume(tmp_path):
+    """`ungrounded` maps a JSON pointer to the value as JSON text; an output an older kvx wrote
+    (no such column) resumes, its rows getting null there."""
+    out = tmp_path / "o.parquet"
+    w = open_output(str(out), SCHEMA, FP)
+    a, b = rows(["a", "b"])
+    b.ungrounded = {"/customer_name": "Ada Lovelace", "/tags/0": 7}
+    w.add(a), w.add(b)
+    w.close()
+    t = pq.read_table(out)
+    assert t.column("ungrounded").to_pylist() == [None, [("/customer_name", '"Ada Lovelace"'), ("/tags/0", "7")]]
+    pq.write_table(t.drop_columns(["ungrounded"]), out)  # as kvx wrote it before the column existed
+    w2 = open_output(str(out), SCHEMA, FP, resume=True)
+    w2.add(rows(["c"])[0])
+    w2.close()
+    t = pq.read_table(out)
+    assert t.column("id").to_pylist() == ["a", "b", "c"] and t.column("ungrounded").to_pylist() == [None] * 3
+
+
 def test_crash_between_merge_rename_and_part_cleanup(tmp_path):
     out = tmp_path / "o.parquet"
     w = ParquetWriter(str(out), column_for(SCHEMA), FP)
