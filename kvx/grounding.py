@@ -12,8 +12,9 @@ wrote, and the job counts them per field (the summary and `--stats`).
 Grounded means: a string's letters and digits occur in the text's, in order (case, spacing and
 punctuation aside: `FitTrack 2` holds `fit-track-2`); a number equals, to the cent, one of the
 text's numbers, written in digits (`$1,200.50`), with a scale word (`2.5 million`) or as a word up
-to twenty (`five`). Strings with an `enum`, `const` or `format` are left alone (they are normalised
-values, not quotes); a `pattern` is not (order ids and codes are quoted). Fields that cannot be
+to twenty (`five`); a string that is a date, by any spelling of that date (kvx/text_dates.py:
+`2024-03-05` is held by `March 5th, 2024`). Strings with an `enum`, `const` or `format` are left
+alone (they are normalised values, not quotes); a `pattern` is not (order ids and codes are quoted). Fields that cannot be
 null are left alone: null would break the schema. Fields are found in nested objects and in the
 items of arrays too (`/seller/email`, `/line_items/*/sku`), down to MAX_DEPTH levels.
 """
@@ -25,6 +26,7 @@ from typing import Any, Callable, Literal, NamedTuple
 
 from kvx.copy_check import CENT, NUMBER
 from kvx.schema_text import optional_branch, resolver
+from kvx.text_dates import as_dates, dates_in
 
 Ungrounded = Literal["null", "keep"]  # what a job does with an ungrounded value (--ungrounded)
 VALUE_TYPES = {"string", "number", "integer"}
@@ -130,13 +132,16 @@ class Grounding:
 
     def ungrounded(self, record: Any, text: str) -> list[UngroundedValue]:
         """Each grounded value the text does not hold."""
-        letters, numbers = None, None
+        letters, numbers, dates = None, None, None
         out = []
         for pattern in self.fields:
             for path, value in _places(record, pattern):
                 if isinstance(value, str):
                     letters = _letters(text) if letters is None else letters
                     held = _letters(value) in letters
+                    if not held and (readings := as_dates(value)):  # a date, spelt another way
+                        dates = dates_in(text) if dates is None else dates
+                        held = bool(readings & dates)
                 elif isinstance(value, (int, float)) and not isinstance(value, bool):
                     numbers = text_values(text) if numbers is None else numbers
                     held = any(abs(value - n) < CENT for n in numbers)
