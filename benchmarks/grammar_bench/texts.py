@@ -1,11 +1,13 @@
 """The compact JSON texts an instance is tried as: its own key order and the schema's
-(`properties` order through $ref/allOf/anyOf/oneOf), each with numbers as Python writes them and
+(`properties` order through $ref/allOf/anyOf/oneOf, members' values by their `properties`,
+matching `patternProperties` or `additionalProperties` schemas), each with numbers as Python writes them and
 "plain" (integral floats as integers, no exponents). All texts of one instance are the same JSON
 value, so they share its label; an engine accepts the instance if it accepts any of them."""
 from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 
 import referencing.exceptions
@@ -50,6 +52,13 @@ def _same(a, b) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return a == b
     return type(a) is type(b) and a == b
+
+
+def _search(pattern: str, key: str) -> bool:
+    try:
+        return re.search(pattern, key) is not None
+    except (re.error, TypeError):  # a regex Python does not read: the member keeps its own order
+        return False
 
 
 def _string(key: str) -> str:
@@ -106,11 +115,18 @@ class SchemaOrder:
 
     @staticmethod
     def _member(nodes, key) -> list:
+        """The schemas whose key order a member's value takes: its `properties` entry; for a name
+        the node does not declare, every `patternProperties` entry whose regex it matches, else
+        `additionalProperties`."""
         out = []
         for node in nodes:
             props = node.get("properties")
+            patterns = node.get("patternProperties")
             if isinstance(props, dict) and key in props:
                 out.append(props[key])
+            elif matched := [sub for pat, sub in (patterns.items() if isinstance(patterns, dict) else ())
+                             if _search(pat, key)]:
+                out += matched
             elif "additionalProperties" in node:
                 out.append(node["additionalProperties"])
         return out

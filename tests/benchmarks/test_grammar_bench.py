@@ -88,6 +88,13 @@ def test_texts_are_the_same_json_value_in_both_key_orders():
     assert '{"b":{"z":2,"y":0.0000001},"a":1,"c":{"q":1,"p":2},"extra":[150000000000000000000]}' in texts  # schema's, plain
 
 
+def test_schema_order_reaches_members_by_pattern_and_additional_properties():
+    schema = {"patternProperties": {"^j": {"properties": {"name": {}, "uses": {}}}},
+              "additionalProperties": {"properties": {"y": {}, "x": {}}}}
+    value = {"job": {"uses": 1, "name": 2}, "other": {"x": 1, "y": 2}}
+    assert '{"job":{"name":2,"uses":1},"other":{"y":2,"x":1}}' in variants(value, schema)
+
+
 def test_bundled_refs_validate_like_the_registry():
     # inside the definitions document they refer to each other locally, as Kubernetes' do
     defs = {"Meta": {"type": "object", "properties": {"name": {"type": "string"}, "owner": {"$ref": "#/$defs/Ref"}},

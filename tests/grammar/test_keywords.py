@@ -159,3 +159,25 @@ def test_a_long_length_bound_beside_a_pattern_is_post_checked():
         assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
     too_long = json.dumps({"s": "a" * 2481}, separators=(",", ":"))
     assert grammar.accepts_text(too_long) and not check.is_valid(json.loads(too_long))  # the check's to catch
+
+
+def test_a_pattern_member_takes_the_key_order_a_declared_member_would():
+    """Under `patternProperties` a value's members follow the order of all its branches together
+    (the context), as under `properties`: a job written `uses` then `name` in one branch and `name`
+    first in the other is written `name` first whichever branch it takes (GitHub's workflow schema)."""
+    from kvx.grammar.schema.serialize import canonical_json
+
+    job = {"oneOf": [
+        {"type": "object", "properties": {"name": {"type": "string"}, "runs-on": {"type": "string"}},
+         "required": ["runs-on"], "additionalProperties": False},
+        {"type": "object", "properties": {"uses": {"type": "string"}, "name": {"type": "string"}},
+         "required": ["uses"], "additionalProperties": False}]}
+    value = {"build": {"uses": "a/b.yml", "name": "x"}}
+    by_pattern = {"type": "object", "patternProperties": {"^[a-z]+$": job}, "additionalProperties": False}
+    declared = {"type": "object", "properties": {"build": job}, "additionalProperties": False}
+    written = {s: canonical_json(value, schema) for s, schema in (("pattern", by_pattern), ("declared", declared))}
+    assert written["pattern"] == written["declared"] == '{"build":{"name":"x","uses":"a/b.yml"}}'
+    for schema in (by_pattern, declared):
+        program = compile_program(schema).program
+        assert program.accepts(written["pattern"].encode())
+        assert not program.accepts(b'{"build":{"uses":"a/b.yml","name":"x"}}')  # one order per context

@@ -147,14 +147,23 @@ class Applicators:
                 order.update(dict.fromkeys(names if isinstance(names, (dict, list)) else ()))
         return tuple(k for k in order if isinstance(k, str))
 
-    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple:
-        """The context of a member (object key) or item (array index) of a value with `context`."""
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None,
+                       patterns: frozenset[str] = frozenset()) -> tuple:
+        """The context of a member (object key) or item (array index) of a value with `context`.
+        A member: its `properties` entry; a name no schema of the context declares, the
+        `patternProperties` entries among `patterns` (those its name matches), else
+        `additionalProperties`."""
         out = []
         for ptr in context:
             node = self.doc.at(ptr)
             if key is not None:
+                pats = node.get("patternProperties")
+                matched = [f"{ptr}/patternProperties/{escape(p)}" for p in (pats if isinstance(pats, dict) else ())
+                           if p in patterns]
                 if isinstance(node.get("properties"), dict) and key in node["properties"]:
                     out.append(f"{ptr}/properties/{escape(key)}")
+                elif matched:
+                    out += matched
                 elif "additionalProperties" in node:
                     out.append(f"{ptr}/additionalProperties")
             else:

@@ -158,7 +158,7 @@ class ObjectBody(Body):
                 ptrs.append(f"{p.ptr}/additionalProperties")
             elif "unevaluatedProperties" in node and not self._region_evaluated(chosen, i):
                 ptrs.append(f"{p.ptr}/unevaluatedProperties")
-        value = self.s.value(tuple(ptrs), self.s.member_context(self.context, key=""))
+        value = self.s.value(tuple(ptrs), self.s.member_context(self.context, key="", patterns=frozenset(chosen)))
         if ra.is_nothing(value):
             return None
         key = self._key_language(chosen, patterns, declared)

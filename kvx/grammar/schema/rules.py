@@ -87,8 +87,9 @@ class RuleBuilder:
     def negation(self, ptr: str) -> str:
         return self.apps.negator.negate(ptr)
 
-    def member_context(self, context: tuple, key: str | None = None, index: int | None = None) -> tuple:
-        return self.apps.member_context(context, key, index)
+    def member_context(self, context: tuple, key: str | None = None, index: int | None = None,
+                       patterns: frozenset[str] = frozenset()) -> tuple:
+        return self.apps.member_context(context, key, index, patterns)
 
     def key_order(self, context: tuple) -> tuple:
         return self.apps.key_order(context)

@@ -4,6 +4,7 @@ the value has them), enum/const members spelled as the schema spells them."""
 from __future__ import annotations
 
 import json
+import re
 
 from kvx.grammar.schema.applicators import Applicators
 from kvx.grammar.schema.keywords import Notes
@@ -19,6 +20,21 @@ def canonical_json(value, schema) -> str:
     return json.dumps(ordered, ensure_ascii=False, separators=(",", ":"))
 
 
+def _matching(nodes: list, key: str) -> frozenset[str]:
+    """The `patternProperties` regexes of `nodes` that `key` matches (Python's `re`, which reads the
+    patterns schemas use as ECMA 262 does; one it cannot read matches nothing)."""
+    out = set()
+    for node in nodes:
+        pats = node.get("patternProperties")
+        for pat in pats if isinstance(pats, dict) else ():
+            try:
+                if re.search(pat, key):
+                    out.add(pat)
+            except (re.error, TypeError):
+                pass
+    return frozenset(out)
+
+
 def _reorder(apps: Applicators, value, context: tuple):
     nodes = [apps.doc.at(p) for p in context]
     for node in nodes:  # an enum/const member is written as the schema spells it
@@ -29,7 +45,8 @@ def _reorder(apps: Applicators, value, context: tuple):
     if isinstance(value, dict):
         order = apps.key_order(context)
         keys = [k for k in order if k in value] + [k for k in value if k not in order]
-        return {k: _reorder(apps, value[k], apps.member_context(context, key=k)) for k in keys}
+        return {k: _reorder(apps, value[k], apps.member_context(context, key=k, patterns=_matching(nodes, k)))
+                for k in keys}
     if isinstance(value, list):
         return [_reorder(apps, v, apps.member_context(context, index=i)) for i, v in enumerate(value)]
     return value
