@@ -14,9 +14,10 @@ punctuation aside: `FitTrack 2` holds `fit-track-2`); a number equals, to the ce
 text's numbers, written in digits (`$1,200.50`), with a scale word (`2.5 million`) or as a word up
 to twenty (`five`); a string that is a date, by any spelling of that date (kvx/text_dates.py:
 `2024-03-05` is held by `March 5th, 2024`). Strings with an `enum`, `const` or `format` are left
-alone (they are normalised values, not quotes); a `pattern` is not (order ids and codes are quoted). Fields that cannot be
-null are left alone: null would break the schema. Fields are found in nested objects and in the
-items of arrays too (`/seller/email`, `/line_items/*/sku`), down to MAX_DEPTH levels.
+alone (they are normalised values, not quotes); a `pattern` is not (order ids and codes are
+quoted). Fields that cannot be null are left alone: null would break the schema. Fields are found
+in nested objects and in the items of arrays too (`/seller/email`, `/line_items/*/sku`), down to
+MAX_DEPTH levels.
 """
 from __future__ import annotations
 
