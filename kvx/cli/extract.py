@@ -43,7 +43,8 @@ def extract(
     copy_guard: bool = typer.Option(JobSettings.copy_guard, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "
                                     "repeating an example's values that their own text does not contain."),
     ungrounded: str = typer.Option(JobSettings.ungrounded, help="A value the record's text does not hold, in a nullable "
-                                   "free-text or number field (a name, a reference, an amount): null (write null) or keep."),
+                                   "free-text or number field (a name, a reference, an amount): null (write null) or keep. "
+                                   "Either way the row's 'ungrounded' column names it."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),
