@@ -11,13 +11,13 @@ wrote, and the job counts them per field (the summary and `--stats`).
 
 Grounded means: a string's letters and digits occur in the text's, in order (case, spacing and
 punctuation aside: `FitTrack 2` holds `fit-track-2`); a number equals, to the cent, one of the
-text's numbers, written in digits (`$1,200.50`), with a scale word (`2.5 million`) or as a word up
-to twenty (`five`); a string that is a date, by any spelling of that date (kvx/text_dates.py:
-`2024-03-05` is held by `March 5th, 2024`). Strings with an `enum`, `const` or `format` are left
-alone (they are normalised values, not quotes); a `pattern` is not (order ids and codes are
-quoted). Fields that cannot be null are left alone: null would break the schema. Fields are found
-in nested objects and in the items of arrays too (`/seller/email`, `/line_items/*/sku`), down to
-MAX_DEPTH levels.
+text's numbers (kvx/text_numbers.py): in digits (`$1,200.50`), with a scale word (`2.5 million`),
+in words (`two hundred and fifty`), or a percentage as its fraction (`7%` holds 0.07); a string
+that is a date, by any spelling of that date (kvx/text_dates.py: `2024-03-05` is held by
+`March 5th, 2024`). Strings with an `enum`, `const` or `format` are left alone (they are
+normalised values, not quotes); a `pattern` is not (order ids and codes are quoted). Fields that
+cannot be null are left alone: null would break the schema. Fields are found in nested objects and
+in the items of arrays too (`/seller/email`, `/line_items/*/sku`), down to MAX_DEPTH levels.
 """
 from __future__ import annotations
 
@@ -25,17 +25,14 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, NamedTuple
 
-from kvx.copy_check import CENT, NUMBER
+from kvx.copy_check import CENT
 from kvx.schema_text import optional_branch, resolver
 from kvx.text_dates import as_dates, dates_in
+from kvx.text_numbers import text_values
 
 Ungrounded = Literal["null", "keep"]  # what a job does with an ungrounded value (--ungrounded)
 VALUE_TYPES = {"string", "number", "integer"}
 NON_ALNUM = re.compile(r"[^0-9a-z]+")
-SCALED = re.compile(rf"({NUMBER.pattern})(?:\s*(thousand|million|billion|k|m|bn)\b)?", re.I)  # copy_check's numbers, scaled
-SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
-WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-         "sixteen seventeen eighteen nineteen twenty").split()
 NORMALISED = ("enum", "const", "format")  # keywords that make a string a normalised value, not a quote
 MAX_DEPTH = 8  # object / array levels searched for grounded fields
 Place = tuple[str | int | None, ...]  # keys and array positions into a record; in a pattern None is any position
@@ -94,13 +91,6 @@ def pointer(path: Place) -> str:
 
 def _letters(text: str) -> str:
     return NON_ALNUM.sub("", text.lower())
-
-
-def text_values(text: str) -> list[float]:
-    """The numbers a text states: in digits, scaled by a following word, or as a small word."""
-    found = [float(m.group(1).replace(",", "")) * SCALES.get((m.group(2) or "").lower(), 1)
-             for m in SCALED.finditer(text)]
-    return found + [float(WORDS.index(w)) for w in re.findall(r"[a-z]+", text.lower()) if w in WORDS]
 
 
 def _places(value: Any, pattern: Place, at: Place = ()) -> list[tuple[Place, Any]]:

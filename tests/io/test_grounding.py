@@ -4,7 +4,8 @@ import json
 import jsonschema
 import pytest
 
-from kvx.grounding import Grounding, grounded_fields, pointer, text_values
+from kvx.grounding import Grounding, grounded_fields, pointer
+from kvx.text_numbers import text_values
 
 PYDANTIC = {  # what Pydantic v2 emits for Optional[str], Optional[Money], an Optional date, nested models
     "$defs": {"Money": {"type": "number", "minimum": 0}, "Kind": {"enum": ["a", "b"]},
