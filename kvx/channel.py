@@ -81,7 +81,8 @@ def enum_fields(schema: object) -> list[EnumField]:
     for name, sub in top_level_properties(schema, resolve).items():
         values = _enum_values(sub, resolve)
         if (isinstance(values, list) and 2 <= len(values) <= MAX_VALUES
-                and all(isinstance(v, str) for v in values if v is not None) and len(set(values)) == len(values) and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
+                and all(isinstance(v, str) for v in values if v is not None) and len(set(values)) == len(values)
+                and sum(len(f.values) for f in out) + len(values) <= MAX_SCORED):
             out.append(EnumField(name, tuple(values)))
     return out
 
@@ -205,15 +206,11 @@ class ChannelHook:
         the point is no scored field's: its owner (point_owners) is another field or none, or,
         for a point of unknown owner, no scored field offers exactly these values (the open rest
         b"" or an unknown value) or two could (`impact` and `urgency` both low/medium/high)."""
-        if key in self.owners:
-            matching = [f for f in self.fields if f.name == self.owners[key]]
-        else:
-            matching = [f for f in self.fields if all(label in f.spellings for label in labels)]
+        owned = [f for f in self.fields if f.name == self.owners[key]] if key in self.owners else self.fields
+        matching = [f for f in owned if all(label in f.spellings for label in labels)]
         if len(matching) != 1 or matching[0].name not in self.scores_of.fields:
             return None
         f = matching[0]
-        if not all(label in f.spellings for label in labels):
-            return None
         raw = [self.scores_of.fields[f.name][f.spellings[label]] for label in labels]
         top = max(raw)
         norm = top + math.log(sum(math.exp(x - top) for x in raw))

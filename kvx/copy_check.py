@@ -59,6 +59,11 @@ def in_text(value: str | float, lowered: str, numbers: list[float]) -> bool:
     a number to the cent."""
     if isinstance(value, str):
         return value.strip().lower() in lowered
+    return number_in(value, numbers)
+
+
+def number_in(value: float, numbers: list[float]) -> bool:
+    """Whether `value` is one of `numbers`, to the cent."""
     return any(abs(value - n) < CENT for n in numbers)
 
 

@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, NamedTuple
 
-from kvx.copy_check import CENT
+from kvx.copy_check import number_in
+from kvx.grammar.schema.refs import escape
 from kvx.schema_text import optional_branch, resolver
 from kvx.text_dates import as_dates, dates_in
 from kvx.text_numbers import text_values
@@ -86,7 +87,7 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
 
 def pointer(path: Place) -> str:
     """A JSON pointer (`/line_items/*/sku` for a pattern)."""
-    return "".join("/" + ("*" if p is None else str(p).replace("~", "~0").replace("/", "~1")) for p in path)
+    return "".join("/" + ("*" if p is None else escape(str(p))) for p in path)
 
 
 def _letters(text: str) -> str:
@@ -135,7 +136,7 @@ class Grounding:
                         held = bool(readings & dates)
                 elif isinstance(value, (int, float)) and not isinstance(value, bool):
                     numbers = text_values(text) if numbers is None else numbers
-                    held = any(abs(value - n) < CENT for n in numbers)
+                    held = number_in(value, numbers)
                 else:  # null, or a type the schema did not promise
                     continue
                 if not held:

@@ -21,12 +21,16 @@ MULTIPLIERS = {"hundred": 100, "thousand": 1e3, "million": 1e6, "billion": 1e9}
 WORD = re.compile(r"[a-z]+")
 
 
+def _float(digits: str) -> float:
+    return float(digits.replace(",", ""))
+
+
 def _digits(text: str) -> list[float]:
-    return [float(m.group(1).replace(",", "")) * SCALES.get((m.group(2) or "").lower(), 1) for m in SCALED.finditer(text)]
+    return [_float(m.group(1)) * SCALES.get((m.group(2) or "").lower(), 1) for m in SCALED.finditer(text)]
 
 
 def _percents(text: str) -> list[float]:
-    return [float(m.group(1).replace(",", "")) / 100 for m in PERCENT.finditer(text)]
+    return [_float(m.group(1)) / 100 for m in PERCENT.finditer(text)]
 
 
 def _words(text: str) -> list[float]:

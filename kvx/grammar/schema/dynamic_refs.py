@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urldefrag
 
-from kvx.grammar.schema.refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED, child_pointers
+from kvx.grammar.schema.refs import child_pointers, with_children
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
 
@@ -55,14 +55,7 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
     def rewrite(node: Any) -> Any:
         if not isinstance(node, dict):
             return node
-        out = dict(node)
-        for key, value in node.items():
-            if key in SCHEMA_VALUED and isinstance(value, dict):
-                out[key] = rewrite(value)
-            elif key in SCHEMA_LISTS and isinstance(value, list):
-                out[key] = [rewrite(v) for v in value]
-            elif key in SCHEMA_MAPS and isinstance(value, dict):
-                out[key] = {k: rewrite(v) for k, v in value.items()}
+        out = with_children(node, rewrite)
         if static(node.get(keyword)) and isinstance(out.get("allOf", []), list):
             ref = out.pop(keyword)
             if "$ref" in out:  # both: each applies (2019-09 on)

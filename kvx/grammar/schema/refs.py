@@ -50,18 +50,38 @@ def names_a_draft(uri: str) -> bool:
     return uri.replace("https://", "http://", 1).startswith(DRAFT_URIS)
 
 
-def child_pointers(node: dict, pointer: str):
-    """(pointer, subschema) for every direct subschema of `node`."""
+def _subschemas(node: dict):
+    """(keyword, place, subschema) for every direct subschema of `node`: place None for a
+    schema-valued keyword, else the index in its list or the name in its map."""
     for key, value in node.items():
         if key in SCHEMA_VALUED and isinstance(value, (dict, bool)):
-            yield f"{pointer}/{escape(key)}", value
+            yield key, None, value
         elif key in SCHEMA_LISTS and isinstance(value, list):
             for i, sub in enumerate(value):
-                yield f"{pointer}/{key}/{i}", sub
+                yield key, i, sub
         elif key in SCHEMA_MAPS and isinstance(value, dict):
             for name, sub in value.items():
                 if isinstance(sub, (dict, bool)):
-                    yield f"{pointer}/{escape(key)}/{escape(name)}", sub
+                    yield key, name, sub
+
+
+def child_pointers(node: dict, pointer: str):
+    """(pointer, subschema) for every direct subschema of `node`."""
+    for key, place, sub in _subschemas(node):
+        yield f"{pointer}/{escape(key)}" + ("" if place is None else f"/{escape(str(place))}"), sub
+
+
+def with_children(node: dict, change) -> dict:
+    """A shallow copy of `node` whose direct subschemas are `change(subschema)`."""
+    out = dict(node)
+    for key, place, sub in _subschemas(node):
+        if place is None:
+            out[key] = change(sub)
+            continue
+        if out[key] is node[key]:  # copy the list or map before the first change
+            out[key] = list(node[key]) if isinstance(node[key], list) else dict(node[key])
+        out[key][place] = change(sub)
+    return out
 
 
 class Document:
