@@ -7,7 +7,9 @@
   `name` compares the names without legal-form words (`TransUnion` names `TRANSUNION INTERMEDIATE
   HOLDINGS, INC.`). Null and non-null are counted apart: a text that does not name the company
   (it was redacted as XXXX) should give null, one that names it should give the name;
-- numbers: right within one cent; without labels, a number counts as grounded if the text holds it.
+- numbers: right within one cent; without labels, a number counts as grounded if the text holds it;
+- free text (the summary): whether it loops, repeating a phrase of three words its text lacks
+  (words as letters and digits, case aside; counted on the text, whatever the tokenizer).
 """
 from __future__ import annotations
 
@@ -116,3 +118,16 @@ def score_number(preds: list[Any], texts: list[str], labels: list[Any] | None = 
     grounded = sum(p is not None and any(abs(p - x) < CENT for x in text_numbers(t)) for p, t in zip(preds, texts))
     right = None if labels is None else sum(number_right(p, lab) for p, lab in zip(preds, labels))
     return NumberScore(len(preds), sum(p is None for p in preds), grounded, right)
+
+
+def loops(value: str | None, text: str, n: int = 3) -> bool:
+    """Whether value repeats a run of n words that the text does not hold."""
+    words = re.findall(r"\w+", (value or "").lower())
+    held = " ".join(re.findall(r"\w+", text.lower()))
+    seen: set[str] = set()
+    for i in range(len(words) - n + 1):
+        gram = " ".join(words[i:i + n])
+        if gram in seen and gram not in held:
+            return True
+        seen.add(gram)
+    return False

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
+from kvx.spelling import Spelling
+
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 CENT = 0.005
 
@@ -99,36 +101,19 @@ SPECIAL = re.compile(r'[:,\[{]')  # bytes after which a new value starts
 class CopyGuard:
     """A token veto (kvx.engine.api.TokenVeto) for one record: no example value its text lacks."""
 
-    def __init__(self, check: CopyCheck, text: str, token_bytes: list[bytes | None], vocab_hash: str | None = None):
+    def __init__(self, check: CopyCheck, text: str, spelling: Spelling):
         self.text = text.lower()
         numbers = text_numbers(text)
         values = set()
         for v in (v for vals in check.values.values() for v in vals if not in_text(v, self.text, numbers)):
             values.update({v.strip().lower()} if isinstance(v, str) else {f"{v:g}", str(v)})
         self.values = [v for v in values if len(v) >= MIN_COPY]
-        self.token_bytes = token_bytes
-        self.vocab_hash = vocab_hash
-
-    def __getstate__(self) -> dict:
-        """Sent to a Ray replica with its request: the vocabulary's bytes (~49k entries) stay behind
-        when their hash is known; the replica compiled the same grammar, so it has them."""
-        state = dict(self.__dict__)
-        if self.vocab_hash is not None:
-            state["token_bytes"] = None
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if self.token_bytes is None:
-            from kvx.grammar.tokens.vocab import known_vocab
-
-            vocab = known_vocab(self.vocab_hash)
-            self.token_bytes = vocab.token_bytes if vocab is not None else []  # unknown: vetoes nothing
+        self.spelling = spelling
 
     def vetoes(self, output_ids: list[int], token: int) -> bool:
-        if not self.values or token >= len(self.token_bytes):
+        if not self.values or not self.spelling.knows(token):
             return False
-        tail = b"".join(self.token_bytes[t] or b"" for t in output_ids[-48:]) + (self.token_bytes[token] or b"")
+        tail = self.spelling(output_ids[-48:]) + self.spelling.of(token)
         value = self._value(tail.decode("utf-8", errors="ignore"))
         if len(value) >= MIN_COPY and value not in self.text and any(v.startswith(value) for v in self.values):
             return True

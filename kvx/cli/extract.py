@@ -45,6 +45,9 @@ def extract(
     ungrounded: str = typer.Option(JobSettings.ungrounded, help="A value the record's text does not hold, in a nullable "
                                    "free-text or number field (a name, a reference, an amount): null (write null) or keep. "
                                    "Either way the row's 'ungrounded' column names it."),
+    no_repeat_ngram: int = typer.Option(JobSettings.no_repeat_ngram, help="No run of N tokens twice in one string value "
+                                        "unless the text has it too (stops free text that loops; runs without letters count "
+                                        "at 3N; 0 = off)."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),

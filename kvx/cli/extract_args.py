@@ -25,6 +25,7 @@ class ExtractArgs:
     truncate: str
     copy_guard: bool
     ungrounded: str
+    no_repeat_ngram: int
     ordered: bool
     resume: bool
     force: bool

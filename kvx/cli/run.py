@@ -61,6 +61,7 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
     check_positive(a.max_tokens, "max_tokens")
     check_positive(a.retries, "retries", 0)
     check_positive(a.max_failures, "max_failures", 0)
+    check_positive(a.no_repeat_ngram, "no_repeat_ngram", 0)
     check_positive(a.replicas, "replicas")
     if a.replica_cpus is not None and a.replica_cpus <= 0:
         raise ConfigError(f"--replica-cpus {a.replica_cpus:g}: must be more than 0")
@@ -75,7 +76,8 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
     return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
                        choices=check_choice(a.choices, ChoiceMode, "choices"),
                        truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard,
-                       ungrounded=check_choice(a.ungrounded, Ungrounded, "ungrounded"))
+                       ungrounded=check_choice(a.ungrounded, Ungrounded, "ungrounded"),
+                       no_repeat_ngram=a.no_repeat_ngram)
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:

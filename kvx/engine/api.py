@@ -36,10 +36,21 @@ class Constraint(Protocol):
 
 
 class TokenVeto(Protocol):
-    """Refuses a greedy token given the output so far (e.g. kvx.copy_check.CopyGuard); such
-    requests do not draft (a draft is confirmed by the plain argmax)."""
+    """Refuses a greedy token given the output so far (e.g. kvx.copy_check.CopyGuard,
+    kvx.repeat_guard.RepeatGuard); the engine then takes the next best. A draft stops before a
+    token its request vetoes, so drafting never changes what the veto lets through."""
 
     def vetoes(self, output_ids: list[int], token: int) -> bool: ...
+
+
+@dataclass
+class AnyVeto:
+    """A TokenVeto refusing what any of its members refuses (a record's copy and repeat guards)."""
+
+    members: list[TokenVeto]
+
+    def vetoes(self, output_ids: list[int], token: int) -> bool:
+        return any(m.vetoes(output_ids, token) for m in self.members)
 
 
 class ChoiceHook(Protocol):

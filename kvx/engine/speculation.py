@@ -7,7 +7,8 @@ jump-forward append, and that step's logits at each drafted position say whether
 would have chosen the token there. The engine keeps the agreeing prefix plus the model's own
 choice where they part, so the output is token for token what plain greedy decoding gives, in
 fewer steps. Grammar-forced tokens inside a draft are placed by the matcher, never looked up, so a
-draft spells the very token sequence plain decoding would build (jump-forward included).
+draft spells the very token sequence plain decoding would build (jump-forward included), and it
+stops before a token the request's TokenVeto refuses, which plain decoding would not write either.
 
 Only greedy requests draft, and only while steps are small: on a CPU a step costs a fixed part
 (reading every weight, per-layer overhead) plus a part per token, so in a step of a few sequences
@@ -46,7 +47,7 @@ def _latest_positions(seq: Sequence) -> dict[int, int]:
 
 def propose(seq: Sequence, k: int, max_model_len: int) -> int:
     """Append up to k drafted tokens (plus the forced runs they lead to) to seq; returns how many."""
-    if seq.draft or seq.request.sampling.temperature > 0 or seq.request.token_veto is not None:
+    if seq.draft or seq.request.sampling.temperature > 0:
         return 0
     k = min(k, seq.max_new - seq.num_generated, max_model_len - seq.num_tokens)
     if k <= 0:
@@ -64,6 +65,8 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
         return tokens[i] if i < base else drafted[i - base]
 
     ranks = seq.request.sampling.rank_choices
+    veto = seq.request.token_veto
+    output = seq.output_ids if veto is not None else []  # what the veto sees before each drafted token
     src = index.get(tokens[-1])  # the draft copies what followed tokens[src]
     while src is not None and len(drafted) < k:
         src += 1
@@ -76,6 +79,9 @@ def propose(seq: Sequence, k: int, max_model_len: int) -> int:
             allowed = matcher.allowed_mask()
             if not (tok < allowed.shape[0] and bool(allowed[tok])):
                 break
+        if veto is not None and veto.vetoes(output + drafted, tok):
+            break  # plain decoding would not write it: the row after the draft chooses instead
+        if matcher is not None:
             masks.append(allowed)
         drafted.append(tok)
         checked.append(True)
@@ -123,5 +129,7 @@ def settle_draft(seq: Sequence, drafted: list[int], base: int, computed: int) ->
     """After the step appended its tokens to seq (whose draft started at `base`, with `computed`
     positions computed before): how many drafted tokens were kept; KV past them is stale."""
     kept = common_prefix(seq.token_ids[base:], drafted, len(drafted))
-    seq.num_computed = min(computed, base + kept)
+    # the last token stays uncomputed even when it is a drafted one (a veto's next best can be):
+    # the next step feeds it to get the logits that choose its successor
+    seq.num_computed = min(computed, base + kept, seq.num_tokens - 1)
     return kept

@@ -12,6 +12,8 @@ the job first decodes the content-free prompts that calibrate them (kvx/engine/c
 in windows of CHANNEL_WINDOW records: a window's scoring requests run, then its records.
 A record text too long for the context is cut (`--truncate`) or becomes an error row. With
 `--examples`, ok records are checked for values copied from the examples (kvx/copy_check.py).
+Greedy decodes carry token guards: no loops in free text (kvx/repeat_guard.py), and with
+`--examples` no example values (CopyGuard).
 Nullable free-text and number fields whose value the text lacks are set to null or kept
 (`--ungrounded`, kvx/grounding.py), and counted either way.
 """
@@ -30,7 +32,9 @@ from kvx.job.validation import RecordChecker
 from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, point_owners, scoring_requests
 from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.grounding import Grounding, pointer
-from kvx.engine.api import ChoiceHook, Constraint, Request, Result, SamplingParams
+from kvx.repeat_guard import RepeatGuard
+from kvx.spelling import Spelling
+from kvx.engine.api import AnyVeto, ChoiceHook, Constraint, Request, Result, SamplingParams, TokenVeto
 from kvx.engine.calibration import CONTENT_FREE_TEXTS, ContextualCalibration
 from kvx.errors import KvxError, OutputClosed, OutputError, one_line
 from kvx.io.done_rows import DoneRows
@@ -48,7 +52,7 @@ class Attempt:
     max_tokens: int
     number: int = 0  # 0 = the greedy first try
     usage: RowUsage = field(default_factory=RowUsage)
-    text: str = ""  # the record's text, kept only to check copies from --examples or for channel scores
+    text: str = ""  # the record's text, kept for the token guards, the channel scores and the grounding check
     hook: ChoiceHook | None = None  # its own (channel scores); None: the job's (calibration)
 
 
@@ -212,7 +216,8 @@ class Job:
         try:
             user = self.builder.user_text(record.fields)
             ids, cut = self._fit(record, self.builder.user_ids(user))
-            keep_text = self.copy_check is not None or bool(self._channel) or bool(self.grounding.fields)
+            keep_text = (self.copy_check is not None or bool(self._channel) or bool(self.grounding.fields)
+                         or self.settings.no_repeat_ngram > 0)
             text = user if keep_text else ""
         except PromptError as e:
             return self._fail(record, str(e))
@@ -256,12 +261,19 @@ class Job:
                        choice_hook=attempt.hook or self.calibration, token_veto=self._guard(attempt),
                        user_data=attempt)
 
-    def _guard(self, attempt: Attempt) -> CopyGuard | None:
-        """With --examples and a grammar (whose vocabulary spells the tokens): no example values."""
-        if self.copy_check is None or self.runtime.grammar is None or not self.settings.copy_guard:
+    def _guard(self, attempt: Attempt) -> TokenVeto | None:
+        """With a grammar (whose vocabulary spells the tokens): no loops in free text; with
+        --examples, no example values either."""
+        if self.runtime.grammar is None:
             return None
         vocab = self.runtime.grammar.vocab
-        return CopyGuard(self.copy_check, attempt.text, vocab.token_bytes, vocab.hash)
+        spelling = Spelling(vocab.token_bytes, vocab.hash)
+        guards: list[TokenVeto] = []
+        if self.copy_check is not None and self.settings.copy_guard:
+            guards.append(CopyGuard(self.copy_check, attempt.text, spelling))
+        if self.settings.no_repeat_ngram > 0:
+            guards.append(RepeatGuard(attempt.text, self.settings.no_repeat_ngram, spelling))
+        return None if not guards else guards[0] if len(guards) == 1 else AnyVeto(guards)
 
     def _finish(self, result: Result) -> None:
         attempt: Attempt = result.user_data

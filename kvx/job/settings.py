@@ -1,4 +1,4 @@
-"""How a job makes records of model output: output budget, retries, ranked choices, truncation.
+"""How a job makes records of model output: output budget, retries, ranked choices, truncation, guards.
 Light (no torch), so the command line declares its defaults from here."""
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Literal, get_args
 from kvx.engine.api import SamplingParams
 from kvx.grounding import Ungrounded
 from kvx.prompts import Truncate
+from kvx.repeat_guard import NO_REPEAT_NGRAM
 
 ChoiceMode = Literal["greedy", "rank", "calibrated", "channel"]  # how closed choices are made (--choices)
 CHOICE_MODES: tuple[ChoiceMode, ...] = get_args(ChoiceMode)
@@ -24,3 +25,4 @@ class JobSettings:
     truncate: Truncate = "none"
     copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
     ungrounded: Ungrounded = "null"  # a nullable field's value its text lacks (kvx/grounding.py)
+    no_repeat_ngram: int = NO_REPEAT_NGRAM  # tokens; no n-gram twice in one string (kvx/repeat_guard.py; 0 = off)

@@ -1,6 +1,7 @@
 """`kvx extract` on a tiny random GGUF model (a 128-token byte vocabulary, a 512-token context):
 ranked and calibrated choices, --truncate and --examples work for any model kvx loads."""
 import json
+import re
 import sys
 
 import jsonschema
@@ -10,7 +11,7 @@ from kvx_cli_helpers import REPO, read_jsonl, write_jsonl
 from kvx.cli.main import main
 
 sys.path.insert(0, str(REPO / "tests" / "models"))
-from modelkit import write_random_tiny_gguf  # noqa: E402
+from modelkit import write_looping_tiny_gguf, write_random_tiny_gguf  # noqa: E402
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["kind", "name", "flag"],
           "properties": {"kind": {"enum": ["alpha", "beta", "gamma-ray"]}, "name": {"type": ["string", "null"], "maxLength": 6},
@@ -50,3 +51,48 @@ def test_choices_truncate_and_examples_on_a_tiny_model(tmp_path, tiny_gguf, choi
     assert (s["engine"]["ranked_choices"] > 0) == (choices != "greedy")
     assert (s["calibration_points"] > 0) == (choices in ("calibrated", "channel"))
     assert s["channel_requests"] == (3 * len(texts) if choices == "channel" else 0)  # kind: 3 values a record
+
+
+def repeated_ngram_at(value: str, text: str, n: int = 3) -> int | None:
+    """Where value first writes a window of n characters (one token each here) it already holds,
+    case aside, with a letter, that the text lacks (or, without letters, 3n of them): the repeat
+    guard's rule."""
+    lowered, folded = re.sub(r"\s+", " ", text.lower()), value.lower()
+    for end in range(1, len(value) + 1):
+        for size, letters in ((n, True), (3 * n, False)):
+            gram = folded[max(0, end - size):end]
+            if len(gram) == size and gram in folded[:end - 1] and (not letters or any(c.isalpha() for c in gram)) \
+                    and gram not in lowered:
+                return end - 1
+    return None
+
+
+@pytest.fixture(scope="module")
+def looping_gguf(tmp_path_factory):
+    return write_looping_tiny_gguf(tmp_path_factory.mktemp("looping") / "looping.gguf", seed=3)
+
+
+def test_free_text_does_not_loop(tmp_path, looping_gguf):
+    """With the repeat guard (the default) no string repeats a 3-token n-gram its text lacks; without
+    it the random model does, and the guarded text is the plain one up to the first such repeat."""
+    schema = {"type": "object", "required": ["summary"], "additionalProperties": False,
+              "properties": {"summary": {"type": "string", "minLength": 12, "maxLength": 40,
+                                          "pattern": "^[A-Za-z0-9 ]+$"}}}  # one token a character
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in enumerate(["abc", "hello", "q", "zz top"])])
+    summaries = {}
+    for n in (0, 3):
+        out, stats = tmp_path / f"out{n}.jsonl", tmp_path / f"stats{n}.json"
+        code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(looping_gguf), "-o", str(out),
+                     "--no-repeat-ngram", str(n), "--system", "Extract.", "--no-schema-prompt", "--max-tokens", "60",
+                     "--ordered", "-q", "--stats", str(stats), "--kv-memory", "16MiB", "--retries", "0"])
+        rows = read_jsonl(out)
+        assert code == 0 and all(r["status"] == "ok" for r in rows)
+        summaries[n] = [r["record"]["summary"] for r in rows]
+        assert (json.loads(stats.read_text())["engine"]["vetoed_tokens"] > 0) == (n > 0)
+    texts = ["abc", "hello", "q", "zz top"]
+    assert any(repeated_ngram_at(s, t) is not None for s, t in zip(summaries[0], texts))  # the model loops
+    for plain, guarded, text in zip(summaries[0], summaries[3], texts):
+        assert repeated_ngram_at(guarded, text) is None, guarded
+        first = repeated_ngram_at(plain, text)
+        assert guarded == plain if first is None else guarded[:first] == plain[:first] != guarded[:first + 1]

@@ -32,6 +32,7 @@ CASES = [
     (["--max-tokens", "0"], ["--max-tokens 0: must be at least 1"]),
     (["--retries", "-1"], ["--retries -1"]),
     (["--speculate", "-2"], ["--speculate -2: must be at least 0"]),
+    (["--no-repeat-ngram", "-1"], ["--no-repeat-ngram -1: must be at least 0"]),
     (["--template", "{t}/noplace.txt"], ["no {field} placeholder"]),
     (["--template", "{t}/nothere.txt"], ["--template", "cannot read"]),
     (["--system", "@{t}/nothere.txt"], ["--system"]),

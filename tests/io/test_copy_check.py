@@ -1,5 +1,7 @@
 """Copies of --examples values (kvx/copy_check.py): what counts as a copy, and the guard's veto."""
+from char_vocab import Spell
 from kvx.copy_check import CopyCheck, CopyGuard
+from kvx.spelling import Spelling
 
 SCHEMA = {"type": "object", "properties": {"kind": {"enum": ["refund", "other"]}, "name": {"type": "string"},
                                            "amount": {"type": "number"}, "items": {"type": "array"}}}
@@ -19,33 +21,18 @@ def test_a_copy_is_an_example_value_the_text_lacks():
     assert check.copied({"amount": 1250.001}, "no amounts here") == ["/amount"]  # within a cent
 
 
-class Spell:
-    """token id = one character (the tests' vocabulary)."""
-
-    def __init__(self, text: str):
-        self.chars = sorted(set(text))
-        self.token_bytes = [c.encode() for c in self.chars]
-
-    def ids(self, text: str) -> list[int]:
-        return [self.chars.index(c) for c in text]
-
-
-def vetoed(guard: CopyGuard, spell: Spell, output: str, next_char: str) -> bool:
-    return guard.vetoes(spell.ids(output), spell.chars.index(next_char))
-
-
 def test_the_guard_stops_a_copy_at_its_start_or_at_a_long_run():
     spell = Spell('{}":,[]. 0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ$')
     check = CopyCheck([EXAMPLE], SCHEMA)
-    guard = CopyGuard(check, "Contoso billed me $99 for a North Face jacket.", spell.token_bytes)
-    assert not vetoed(guard, spell, '{"name":"No', "r")  # "Nor" is in the text ("North Face")
-    assert not vetoed(guard, spell, '{"name":"North', " ")  # "north " too
-    assert vetoed(guard, spell, '{"name":"North', "w")  # "northw": the example's start, not in the text
-    assert vetoed(guard, spell, '{"name":"Xyz Home Lendin', "g")  # a 10-character run from inside it
-    assert not vetoed(guard, spell, '{"name":"Contos', "o")
-    assert vetoed(guard, spell, '{"name":"x","amount":12', "5")  # 125... of 1250, absent from the text
-    assert not vetoed(guard, spell, '{"name":"x","amount":9', "9")
-    assert not vetoed(guard, spell, '{"kind":"refun', "d")  # enum members are never copies
+    guard = CopyGuard(check, "Contoso billed me $99 for a North Face jacket.", spell.spelling)
+    assert not spell.vetoed(guard, '{"name":"No', "r")  # "Nor" is in the text ("North Face")
+    assert not spell.vetoed(guard, '{"name":"North', " ")  # "north " too
+    assert spell.vetoed(guard, '{"name":"North', "w")  # "northw": the example's start, not in the text
+    assert spell.vetoed(guard, '{"name":"Xyz Home Lendin', "g")  # a 10-character run from inside it
+    assert not spell.vetoed(guard, '{"name":"Contos', "o")
+    assert spell.vetoed(guard, '{"name":"x","amount":12', "5")  # 125... of 1250, absent from the text
+    assert not spell.vetoed(guard, '{"name":"x","amount":9', "9")
+    assert not spell.vetoed(guard, '{"kind":"refun', "d")  # enum members are never copies
 
 
 def test_the_guard_travels_to_a_replica_without_the_vocabulary():
@@ -61,13 +48,13 @@ def test_the_guard_travels_to_a_replica_without_the_vocabulary():
     vocab = TokenVocab(token_bytes=spell.token_bytes + filler, eos_ids=[0], kind="byte")
     _VOCABS[id(spell)] = (spell, vocab)  # as vocab_for registers what a process builds
     check = CopyCheck([EXAMPLE], SCHEMA)
-    guard = CopyGuard(check, "Contoso billed me $99 for a North Face jacket.", vocab.token_bytes, vocab.hash)
+    guard = CopyGuard(check, "Contoso billed me $99 for a North Face jacket.", Spelling(vocab.token_bytes, vocab.hash))
     wire = pickle.dumps(guard)
     assert len(wire) < 2000  # not the 20,000-token vocabulary
     there = pickle.loads(wire)
-    assert there.token_bytes is vocab.token_bytes
+    assert there.spelling.token_bytes is vocab.token_bytes
     for output, nxt in (('{"name":"North', "w"), ('{"name":"North', " "), ('{"name":"x","amount":12', "5")):
-        assert vetoed(there, spell, output, nxt) == vetoed(guard, spell, output, nxt)
-    assert vetoed(there, spell, '{"name":"North', "w")
+        assert spell.vetoed(there, output, nxt) == spell.vetoed(guard, output, nxt)
+    assert spell.vetoed(there, '{"name":"North', "w")
     del _VOCABS[id(spell)]
-    assert pickle.loads(wire).token_bytes == []  # a process that never built it: the guard vetoes nothing
+    assert pickle.loads(wire).spelling.token_bytes == []  # a process that never built it: the guard vetoes nothing

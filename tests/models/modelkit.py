@@ -65,15 +65,34 @@ def gguf_permute(w, n_head: int):
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_random_tiny_gguf(path: Path, seed: int, max_len: int = 512) -> Path:
-    """A random 2-layer llama GGUF with write_tiny_gguf's byte vocabulary (128 tokens, no space)."""
+def _random_tiny_llama(seed: int, max_len: int = 512):
+    """A random 2-layer llama sized for write_tiny_gguf's byte vocabulary (128 tokens)."""
     import transformers
 
     cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=max_len,
                                    tie_word_embeddings=False, initializer_range=0.3)
     torch.manual_seed(seed)
-    write_tiny_gguf(path, transformers.AutoModelForCausalLM.from_config(cfg).float().eval())
+    return transformers.AutoModelForCausalLM.from_config(cfg).float().eval()
+
+
+def write_random_tiny_gguf(path: Path, seed: int, max_len: int = 512) -> Path:
+    """A random 2-layer llama GGUF with write_tiny_gguf's byte vocabulary (128 tokens, no space)."""
+    write_tiny_gguf(path, _random_tiny_llama(seed, max_len))
+    return path
+
+
+def write_looping_tiny_gguf(path: Path, seed: int) -> Path:
+    """write_random_tiny_gguf's model made to repeat itself, as small models do: the output layer is
+    the embedding and the layers barely write to the residual, so greedy decoding answers with the
+    token it was given ("xxxx...") and, where that is refused, with the next most similar one."""
+    model = _random_tiny_llama(seed)
+    with torch.no_grad():
+        model.lm_head.weight.copy_(model.model.embed_tokens.weight)
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.mul_(0.01)
+            layer.mlp.down_proj.weight.mul_(0.01)
+    write_tiny_gguf(path, model)
     return path
 
 
