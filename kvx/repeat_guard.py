@@ -36,10 +36,15 @@ class RepeatGuard:
         self.text = _squeezed(text)
         self.n = n
         self.spelling = spelling
+        self._sizes = ((n, True), (UNLETTERED * n, False))  # (n-gram length, counts only with a letter)
         # the output scanned so far, and after each of its tokens: (inside a string, after a
         # backslash, index of the token that opened the string); kept across calls, a step at a time
         self._ids: list[int] = []
         self._states: list[tuple[bool, bool, int]] = [(False, False, 0)]
+        # the (string, length, n-gram of words) each scanned token ends, and how often each is held:
+        # a check looks its n-gram up instead of reading the whole string again
+        self._ended: list[tuple[tuple, ...]] = []
+        self._seen: dict[tuple, int] = {}
         self._words: dict[int, bytes] = {}
 
     def vetoes(self, output_ids: list[int], token: int) -> bool:
@@ -49,9 +54,14 @@ class RepeatGuard:
         spelt = self.spelling.of(token)
         if QUOTE in spelt or BACKSLASH in spelt:
             return False
-        value = output_ids[opened + 1:]
-        return self._repeats(value, token, self.n, letters=True) or \
-            self._repeats(value, token, UNLETTERED * self.n, letters=False)
+        end = len(output_ids)
+        for size, letters in self._sizes:
+            if end - size < opened:  # the string holds fewer than size - 1 tokens
+                continue
+            gram = tuple(self._word(t) for t in output_ids[end - size + 1:]) + (self._word(token),)
+            if self._seen.get((opened, size, gram)) and self._invented(output_ids[opened + 1:], token, size, letters):
+                return True
+        return False
 
     def _word(self, token: int) -> bytes:
         """A token as a word: `The`, ` the` and ` THE` are the same one."""
@@ -60,16 +70,10 @@ class RepeatGuard:
             word = self._words[token] = self.spelling.of(token).strip().lower()
         return word
 
-    def _repeats(self, value: list[int], token: int, n: int, letters: bool) -> bool:
-        """Whether value + token ends with an n-gram (of words) value already holds and the text
-        does not (with letters: only an n-gram that has one)."""
-        if len(value) < n - 1:
-            return False
-        words = [self._word(t) for t in value]
-        gram = words[len(words) - n + 1:] + [self._word(token)]
-        if not any(words[i:i + n] == gram for i in range(len(words) - n + 1)):
-            return False
-        spelt = self.spelling(value[len(value) - n + 1:] + [token]).decode("utf-8", errors="ignore")
+    def _invented(self, value: list[int], token: int, size: int, letters: bool) -> bool:
+        """Whether the repeat that value + token ends with counts: it has a letter (where asked) and
+        the text does not hold it."""
+        spelt = self.spelling(value[len(value) - size + 1:] + [token]).decode("utf-8", errors="ignore")
         if letters and not any(c.isalpha() for c in spelt):
             return False
         # a copy: the text holds the last 3n tokens (or the whole value), not only the n-gram, so a
@@ -83,8 +87,10 @@ class RepeatGuard:
         keep = min(len(self._ids), len(output_ids))
         if output_ids[:keep] != self._ids[:keep]:
             keep = next(i for i, (a, b) in enumerate(zip(output_ids, self._ids)) if a != b)
-        del self._ids[keep:]
-        del self._states[keep + 1:]
+        for ended in self._ended[keep:]:
+            for key in ended:
+                self._seen[key] -= 1
+        del self._ids[keep:], self._ended[keep:], self._states[keep + 1:]
         inside, escaped, opened = self._states[-1]
         for i in range(keep, len(output_ids)):
             for byte in self.spelling.of(output_ids[i]):
@@ -96,4 +102,11 @@ class RepeatGuard:
                     inside, opened = not inside, i
             self._ids.append(output_ids[i])
             self._states.append((inside, escaped, opened))
+            ended: tuple[tuple, ...] = ()
+            if inside and opened < i:  # a token of the string opened at `opened`
+                ended = tuple((opened, size, tuple(self._word(t) for t in self._ids[i - size + 1:]))
+                              for size, _ in self._sizes if i - size >= opened)
+                for key in ended:
+                    self._seen[key] = self._seen.get(key, 0) + 1
+            self._ended.append(ended)
         return inside, escaped, opened

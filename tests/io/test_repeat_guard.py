@@ -1,6 +1,7 @@
 """The repeat guard (kvx/repeat_guard.py): no n-gram twice inside one JSON string unless the text
 has it; right values (dates, phone numbers, copied text) stay writable; nothing outside strings."""
 import pickle
+import random
 
 from char_vocab import Spell
 from kvx.repeat_guard import RepeatGuard
@@ -73,3 +74,23 @@ def test_the_guard_pickles_without_its_scan_mattering():
     spell.vetoed(guard, '{"a":"xyzxy', "z")
     there = pickle.loads(pickle.dumps(guard))
     assert spell.vetoed(there, '{"a":"xyzxy', "z") and not spell.vetoed(there, '{"b":"xy', "z")
+
+
+def test_the_kept_scan_answers_as_a_fresh_guard():
+    """One guard asked along random outputs that grow, lose tails (dropped drafts) and change, gives
+    the answers a new guard gives for each output (the kept scan and n-gram counts are exact)."""
+    rng = random.Random(7)
+    alphabet, weights = 'ab x1"\\,', [8, 8, 4, 4, 3, 1, 1, 1]  # strings of a few letters, now and then closed
+    kept, spell = guard_for("ab ab x")
+    output, refused = '{"s":"', 0
+    for _ in range(3000):
+        nxt = rng.choices(alphabet, weights)[0]
+        fresh, _ = guard_for("ab ab x")
+        answer = spell.vetoed(kept, output, nxt)
+        assert answer == spell.vetoed(fresh, output, nxt), (output, nxt)
+        refused += answer
+        if rng.random() < 0.15 and len(output) > 8:
+            output = output[:rng.randrange(6, len(output))]  # a draft cut back
+        else:
+            output += nxt
+    assert refused > 100  # the walk meets many repeats
