@@ -60,8 +60,9 @@ def show_progress(quiet: bool) -> bool:
 
 
 def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: dict, model: str,
-              shared_prefix_tokens: int, settings: JobSettings) -> dict:
-    """The figures of one run, as printed in the summary and written by --stats."""
+              shared_prefix_tokens: int, settings: JobSettings, copy_guarded: bool = False) -> dict:
+    """The figures of one run, as printed in the summary and written by --stats (copy_guarded: the
+    --examples copy guard ran)."""
     return {
         "model": model,
         "records_read": outcome.read,
@@ -87,6 +88,8 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "ungrounded": settings.ungrounded,
         "records_with_ungrounded_values": outcome.ungrounded_records,
         "ungrounded_fields": dict(outcome.ungrounded_fields.most_common()),
+        "no_repeat_ngram": settings.no_repeat_ngram,
+        "copy_guard": copy_guarded,
         "warnings": copy_warnings(outcome, counts.ok),
         "engine": engine,
     }
@@ -143,6 +146,10 @@ def print_summary(stats: dict) -> None:
         done = "set to null" if stats["ungrounded"] == "null" else "kept"
         rows.append(("not in the text", f"{stats['records_with_ungrounded_values']} records ({fields}): {done} "
                                         f"(--ungrounded {stats['ungrounded']})"))
+    if e.get("vetoed_tokens"):
+        guards = [f"repeats in free text (--no-repeat-ngram {stats['no_repeat_ngram']})"] * bool(stats["no_repeat_ngram"]) \
+            + ["values of --examples"] * bool(stats["copy_guard"])
+        rows.append(("tokens refused", f"{e['vetoed_tokens']:,}: {', '.join(guards)}"))
     if stats["interrupted"]:
         rows.append(("interrupted", "yes: rerun with --resume to finish"))
     for name, value in rows:

@@ -154,7 +154,7 @@ def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: Pro
         signal.signal(signal.SIGTERM, previous)
         view.stop()
     stats = job_stats(sink.counts, outcome, time.perf_counter() - started, metrics(), runtime.model_name,
-                      builder.shared_prefix_tokens(), settings)
+                      builder.shared_prefix_tokens(), settings, copy_guarded=copies is not None and settings.copy_guard)
     if a.stats:
         write_stats(a.stats, stats)
     if outcome.failure is not None:

@@ -72,7 +72,7 @@ def looping_gguf(tmp_path_factory):
     return write_looping_tiny_gguf(tmp_path_factory.mktemp("looping") / "looping.gguf", seed=3)
 
 
-def test_free_text_does_not_loop(tmp_path, looping_gguf):
+def test_free_text_does_not_loop(tmp_path, looping_gguf, capsys):
     """With the repeat guard (the default) no string repeats a 3-token n-gram its text lacks; without
     it the random model does, and the guarded text is the plain one up to the first such repeat."""
     schema = {"type": "object", "required": ["summary"], "additionalProperties": False,
@@ -85,11 +85,15 @@ def test_free_text_does_not_loop(tmp_path, looping_gguf):
         out, stats = tmp_path / f"out{n}.jsonl", tmp_path / f"stats{n}.json"
         code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(looping_gguf), "-o", str(out),
                      "--no-repeat-ngram", str(n), "--system", "Extract.", "--no-schema-prompt", "--max-tokens", "60",
-                     "--ordered", "-q", "--stats", str(stats), "--kv-memory", "16MiB", "--retries", "0"])
+                     "--ordered", "--stats", str(stats), "--kv-memory", "16MiB", "--retries", "0"])
         rows = read_jsonl(out)
         assert code == 0 and all(r["status"] == "ok" for r in rows)
         summaries[n] = [r["record"]["summary"] for r in rows]
-        assert (json.loads(stats.read_text())["engine"]["vetoed_tokens"] > 0) == (n > 0)
+        refused = json.loads(stats.read_text())["engine"]["vetoed_tokens"]
+        assert (refused > 0) == (n > 0)
+        summary = capsys.readouterr().err  # the summary table says what the guard did
+        row = re.search(r"tokens refused\s*│\s*([\d,]+): repeats in free text \(--no-repeat-ngram 3\)", summary)
+        assert (row is not None and row.group(1) == f"{refused:,}") == (n > 0)
     texts = ["abc", "hello", "q", "zz top"]
     assert any(repeated_ngram_at(s, t) is not None for s, t in zip(summaries[0], texts))  # the model loops
     for plain, guarded, text in zip(summaries[0], summaries[3], texts):
