@@ -18,6 +18,8 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
              (kvx/grounding.py, the default)
   *-greedy, fields-channel-loop, example-before   `--no-repeat-ngram 0`: free text may repeat
              itself (kvx before the repeat guard, kvx/repeat_guard.py)
+  *-greedy, fields-channel-uncut, example-before   `--cut-text keep`: a summary the grammar cut at
+             its maxLength stays cut mid-sentence (kvx before kvx/cut_text.py)
   example-*  one worked example (`--examples benchmarks/data/complaint_example.jsonl`, an invented
              complaint): `-before` as kvx was (old prompt, greedy choices, `--no-copy-guard`),
              `-after` with the defaults
@@ -25,7 +27,7 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
 Printed per run: schema-valid rows; `product` accuracy (majority-class baseline: always the commonest
 label), balanced accuracy, the share of the commonest answer; `company` right (named texts with the
 name, unnamed texts with null) and its parts; amounts the text holds; records copying an example
-value their text lacks; summaries that loop. `--optional-product` makes product Pydantic's Optional (the enum or null)
+value their text lacks; summaries that loop or stop mid-sentence. `--optional-product` makes product Pydantic's Optional (the enum or null)
 for every run. `--long N` adds N texts longer than the model's context (complaints of one
 product joined) through `--truncate none|head|tail|middle`.
 """
@@ -48,7 +50,7 @@ import kvx.cli.run as cli_run  # noqa: E402
 from kvx.cli.main import main as kvx_main  # noqa: E402
 from kvx.job.runtime import EngineOptions, real_runtime  # noqa: E402
 from kvx.copy_check import CopyCheck  # noqa: E402
-from quality_metrics import loops, score_company, score_enum, score_number  # noqa: E402
+from quality_metrics import loops, score_company, score_enum, score_number, unfinished  # noqa: E402
 
 DATA = REPO.parent / "shared" / "eval"
 EXAMPLE = REPO / "benchmarks" / "data" / "complaint_example.jsonl"
@@ -63,11 +65,13 @@ class Run:
 
 KEEP = ["--ungrounded", "keep"]  # every value kept, held by the text or not
 UNGUARDED = ["--no-repeat-ngram", "0"]  # free text may loop
-BEFORE = [*KEEP, *UNGUARDED]  # kvx before issue 17 kept every value, and let text loop
+UNCUT = ["--cut-text", "keep"]  # free text the grammar cut at its maxLength stays cut mid-sentence
+BEFORE = [*KEEP, *UNGUARDED, *UNCUT]  # kvx before issue 17 kept every value, let text loop, left it cut
 RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode, *(BEFORE if mode == "greedy" else [])])
         for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated", "channel")]
 RUNS += [Run("fields-channel-keep", ["--schema-style", "fields", "--choices", "channel", *KEEP]),
          Run("fields-channel-loop", ["--schema-style", "fields", "--choices", "channel", *UNGUARDED]),
+         Run("fields-channel-uncut", ["--schema-style", "fields", "--choices", "channel", *UNCUT]),
          Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--no-copy-guard",
                                  "--examples", str(EXAMPLE), *BEFORE], True),
          Run("example-after", ["--examples", str(EXAMPLE)], True)]
@@ -100,7 +104,8 @@ def score(run: Run, rows: list[dict], data: list[dict], schema: dict, seconds: f
             "ranked": stats["engine"].get("ranked_choices", 0),
             "overruled": stats["engine"].get("choices_overruling_greedy", 0),
             "ungrounded": stats["records_with_ungrounded_values"],
-            "loops": sum(loops(r.get("summary"), t) for r, t in zip(records, texts))}
+            "loops": sum(loops(r.get("summary"), t) for r, t in zip(records, texts)),
+            "unfinished": sum(unfinished(r.get("summary")) for r in records)}
 
 
 def print_table(results: list[dict], labels: Counter) -> None:
@@ -110,7 +115,7 @@ def print_table(results: list[dict], labels: Counter) -> None:
           f"its balanced accuracy {1 / len(labels):.1%}; company baseline (always the commonest label's name, "
           f"null never): {results[0]['company'].majority:.1%}\n")
     head = (f"{'run':19} {'ok':>7} {'product':>8} {'bal.acc':>8} {'top ans':>8} {'company':>8} {'named->name':>12} "
-            f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'not held':>8} {'loops':>6} {'ranked':>10} {'s':>6}")
+            f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'not held':>8} {'loops':>6} {'unfin.':>6} {'ranked':>10} {'s':>6}")
     print(head)
     print("-" * len(head))
     for r in results:
@@ -119,10 +124,10 @@ def print_table(results: list[dict], labels: Counter) -> None:
         copying = "-" if r["copying"] is None else f"{r['copying']}/{r['ok']}"
         print(f"{r['run']:19} {r['ok']:>3}/{r['n']:<3} {p.accuracy:>8.1%} {p.balanced:>8.1%} {p.top_share:>8.0%} "
               f"{c.accuracy:>8.1%} {c.named_right:>5}/{c.named:<3}   {c.unnamed_null:>6}/{c.unnamed:<3}    "
-              f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ungrounded']:>8} {r['loops']:>6} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
+              f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ungrounded']:>8} {r['loops']:>6} {r['unfinished']:>6} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
     print("\namounts: non-null disputed_amount_usd values the text holds (no amount labels in this set); "
           "not held: records with a company or amount their text does not hold (null unless kept); "
-          "loops: summaries repeating a three-word phrase their text lacks; "
+          "loops: summaries repeating a three-word phrase their text lacks; unfin.: summaries that stop mid-sentence; "
           "ranked: choices made by ranking (in brackets: where greedy's first token would have started another value)")
     for r in results:
         print(f"{r['run']:19} products answered: {dict(r['product'].predicted.most_common())}")

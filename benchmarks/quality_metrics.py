@@ -9,7 +9,8 @@
   (it was redacted as XXXX) should give null, one that names it should give the name;
 - numbers: right within one cent; without labels, a number counts as grounded if the text holds it;
 - free text (the summary): whether it loops, repeating a phrase of three words its text lacks
-  (words as letters and digits, case aside; counted on the text, whatever the tokenizer).
+  (words as letters and digits, case aside; counted on the text, whatever the tokenizer), and
+  whether it stops mid-sentence (its last character is no `.`, `!` or `?`).
 """
 from __future__ import annotations
 
@@ -131,3 +132,8 @@ def loops(value: str | None, text: str, n: int = 3) -> bool:
             return True
         seen.add(gram)
     return False
+
+
+def unfinished(value: str | None) -> bool:
+    """Whether a free-text value stops mid-sentence."""
+    return bool(value) and not re.search(r"[.!?][\"')\]]?\s*$", value)

@@ -17,17 +17,16 @@ that is a date, by any spelling of that date (kvx/text_dates.py: `2024-03-05` is
 `March 5th, 2024`). Strings with an `enum`, `const` or `format` are left alone (they are
 normalised values, not quotes); a `pattern` is not (order ids and codes are quoted). Fields that
 cannot be null are left alone: null would break the schema. Fields are found in nested objects and
-in the items of arrays too (`/seller/email`, `/line_items/*/sku`), down to MAX_DEPTH levels.
+in the items of arrays too (`/seller/email`, `/line_items/*/sku`; kvx/record_fields.py).
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from kvx.copy_check import number_in
-from kvx.grammar.schema.refs import escape
-from kvx.schema_text import optional_branch, resolver
+from kvx.record_fields import Place, leaf_fields, places, replaced
 from kvx.text_dates import as_dates, dates_in
 from kvx.text_numbers import text_values
 
@@ -35,8 +34,6 @@ Ungrounded = Literal["null", "keep"]  # what a job does with an ungrounded value
 VALUE_TYPES = {"string", "number", "integer"}
 NON_ALNUM = re.compile(r"[^0-9a-z]+")
 NORMALISED = ("enum", "const", "format")  # keywords that make a string a normalised value, not a quote
-MAX_DEPTH = 8  # object / array levels searched for grounded fields
-Place = tuple[str | int | None, ...]  # keys and array positions into a record; in a pattern None is any position
 
 
 def _free(node: Any) -> bool:
@@ -44,11 +41,14 @@ def _free(node: Any) -> bool:
     return isinstance(node, dict) and not any(k in node for k in NORMALISED)
 
 
-def _value_type(node: Any) -> str | None:
-    """The free value type a nullable field takes (string / number / integer), else None."""
+def _value_type(node: dict, optional: bool) -> str | None:
+    """The free value type a nullable field takes (string / number / integer), else None; the X of
+    an Optional[X] is nullable already."""
     if not _free(node):
         return None
     types = node.get("type")
+    if isinstance(types, str):
+        types = [types, "null"] if optional else [types]
     if isinstance(types, list) and "null" in types:
         rest = [t for t in types if t != "null"]
         return rest[0] if len(rest) == 1 and rest[0] in VALUE_TYPES else None
@@ -57,53 +57,11 @@ def _value_type(node: Any) -> str | None:
 
 def grounded_fields(schema: dict) -> dict[Place, str]:
     """Pattern of each nullable free-text or number field -> its value type (string / number / integer)."""
-    resolve, out = resolver(schema), {}
-
-    def walk(node: Any, path: Place, seen: tuple) -> None:
-        node, seen = resolve(node, seen)
-        if not isinstance(node, dict) or len(path) > MAX_DEPTH:
-            return
-        value_type = _value_type(node)
-        optional = optional_branch(node, resolve, seen) if value_type is None else None
-        if optional is not None:
-            inner = optional[0]
-            if _free(inner) and inner.get("type") in VALUE_TYPES:
-                value_type = inner["type"]
-            else:  # an optional object or array: its fields
-                node, seen = optional
-        if value_type is not None:
-            if path:
-                out[path] = value_type
-            return
-        properties = node.get("properties")
-        for name, sub in (properties.items() if isinstance(properties, dict) else ()):
-            walk(sub, (*path, name), seen)
-        if isinstance(node.get("items"), dict):
-            walk(node["items"], (*path, None), seen)
-
-    walk(schema, (), ())
-    return out
-
-
-def pointer(path: Place) -> str:
-    """A JSON pointer (`/line_items/*/sku` for a pattern)."""
-    return "".join("/" + ("*" if p is None else escape(str(p))) for p in path)
+    return leaf_fields(schema, _value_type)
 
 
 def _letters(text: str) -> str:
     return NON_ALNUM.sub("", text.lower())
-
-
-def _places(value: Any, pattern: Place, at: Place = ()) -> list[tuple[Place, Any]]:
-    """(path, value) for each place of a record that a pattern names."""
-    if not pattern:
-        return [(at, value)]
-    key, rest = pattern[0], pattern[1:]
-    if key is None:
-        items = enumerate(value) if isinstance(value, list) else ()
-    else:
-        items = [(key, value[key])] if isinstance(value, dict) and key in value else ()
-    return [found for k, v in items for found in _places(v, rest, (*at, k))]
 
 
 class UngroundedValue(NamedTuple):
@@ -127,7 +85,7 @@ class Grounding:
         letters, numbers, dates = None, None, None
         out = []
         for pattern in self.fields:
-            for path, value in _places(record, pattern):
+            for path, value in places(record, pattern):
                 if isinstance(value, str):
                     letters = _letters(text) if letters is None else letters
                     held = _letters(value) in letters
@@ -146,14 +104,4 @@ class Grounding:
     @staticmethod
     def nulled(record: Any, paths: list[Place]) -> Any:
         """A copy of the record with the values at those paths set to null."""
-        def at(value: Any, path: Place) -> Any:
-            if path in targets:
-                return None
-            if isinstance(value, dict):
-                return {k: at(v, (*path, k)) for k, v in value.items()}
-            if isinstance(value, list):
-                return [at(v, (*path, i)) for i, v in enumerate(value)]
-            return value
-
-        targets = set(paths)
-        return at(record, ())
+        return replaced(record, dict.fromkeys(paths))

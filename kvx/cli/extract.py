@@ -48,6 +48,8 @@ def extract(
     no_repeat_ngram: int = typer.Option(JobSettings.no_repeat_ngram, help="No run of N tokens twice in one string value "
                                         "unless the text has it too (stops free text that loops; runs without letters count "
                                         "at 3N; 0 = off)."),
+    cut_text: str = typer.Option(JobSettings.cut_text, help="Free text that ran into its maxLength (cut mid-sentence by the "
+                                 "grammar): sentence (end it at its last full sentence) or keep."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),

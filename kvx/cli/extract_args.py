@@ -26,6 +26,7 @@ class ExtractArgs:
     copy_guard: bool
     ungrounded: str
     no_repeat_ngram: int
+    cut_text: str
     ordered: bool
     resume: bool
     force: bool

@@ -89,6 +89,9 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "records_with_ungrounded_values": outcome.ungrounded_records,
         "ungrounded_fields": dict(outcome.ungrounded_fields.most_common()),
         "no_repeat_ngram": settings.no_repeat_ngram,
+        "cut_text": settings.cut_text,
+        "records_cut_at_sentence": outcome.cut_records,
+        "cut_fields": dict(outcome.cut_fields.most_common()),
         "copy_guard": copy_guarded,
         "warnings": copy_warnings(outcome, counts.ok),
         "engine": engine,
@@ -146,6 +149,10 @@ def print_summary(stats: dict) -> None:
         done = "set to null" if stats["ungrounded"] == "null" else "kept"
         rows.append(("not in the text", f"{stats['records_with_ungrounded_values']} records ({fields}): {done} "
                                         f"(--ungrounded {stats['ungrounded']})"))
+    if stats["records_cut_at_sentence"]:
+        fields = _most_counted(stats["cut_fields"])
+        rows.append(("cut at maxLength", f"{stats['records_cut_at_sentence']} records ({fields}): ended at their last "
+                                         f"full sentence (--cut-text {stats['cut_text']})"))
     if e.get("vetoed_tokens"):
         guards = [f"repeats in free text (--no-repeat-ngram {stats['no_repeat_ngram']})"] * bool(stats["no_repeat_ngram"]) \
             + ["values of --examples"] * bool(stats["copy_guard"])

@@ -17,6 +17,7 @@ from kvx.cluster.options import ClusterOptions
 from kvx.engine.api import Attention, Dtype, KVDtype
 from kvx.errors import ConfigError
 from kvx.copy_check import CopyCheck
+from kvx.cut_text import CutText
 from kvx.grounding import Ungrounded
 from kvx.io.done_rows import DoneRows
 from kvx.io.fingerprint import Fingerprint, job_fingerprint
@@ -77,7 +78,7 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
                        choices=check_choice(a.choices, ChoiceMode, "choices"),
                        truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard,
                        ungrounded=check_choice(a.ungrounded, Ungrounded, "ungrounded"),
-                       no_repeat_ngram=a.no_repeat_ngram)
+                       no_repeat_ngram=a.no_repeat_ngram, cut_text=check_choice(a.cut_text, CutText, "cut_text"))
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:

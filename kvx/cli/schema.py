@@ -58,7 +58,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     here its context is known and the prompt is measured too. `loaded`: the schema already read
     (the command reads the file once)."""
     from kvx.grammar.check import schema_report
-    from kvx.grounding import grounded_fields, pointer
+    from kvx.grounding import grounded_fields
+    from kvx.record_fields import pointer
 
     context = None
     try:

@@ -15,7 +15,8 @@ A record text too long for the context is cut (`--truncate`) or becomes an error
 Greedy decodes carry token guards: no loops in free text (kvx/repeat_guard.py), and with
 `--examples` no example values (CopyGuard).
 Nullable free-text and number fields whose value the text lacks are set to null or kept
-(`--ungrounded`, kvx/grounding.py), and counted either way.
+(`--ungrounded`, kvx/grounding.py), and counted either way; free text the grammar cut at its
+maxLength ends at its last full sentence (`--cut-text`, kvx/cut_text.py).
 """
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ from kvx.job.sink import RowSink
 from kvx.job.validation import RecordChecker
 from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, point_owners, scoring_requests
 from kvx.copy_check import CopyCheck, CopyGuard
-from kvx.grounding import Grounding, pointer
+from kvx.cut_text import TextCut
+from kvx.grounding import Grounding
+from kvx.record_fields import pointer
 from kvx.repeat_guard import RepeatGuard
 from kvx.spelling import Spelling
 from kvx.engine.api import AnyVeto, ChoiceHook, Constraint, Request, Result, SamplingParams, TokenVeto
@@ -72,6 +75,8 @@ class JobOutcome:
     channel_prompt_tokens: int = 0  # their prompt tokens (in their rows' usage too)
     ungrounded_records: int = 0  # ok records with a value their text lacks in a nullable field
     ungrounded_fields: Counter = field(default_factory=Counter)  # pointer -> records with one there
+    cut_records: int = 0  # ok records with free text ended at its last full sentence (--cut-text)
+    cut_fields: Counter = field(default_factory=Counter)  # pointer -> values ended so there
 
 
 class PhaseListener(Protocol):
@@ -100,6 +105,7 @@ class Job:
         self._channel = enum_fields(checker.validator.schema) if settings.choices == "channel" else []
         self._owners: dict[tuple, str | None] = {}  # choice point -> its top-level field (channel.point_owners)
         self.grounding = Grounding.of(checker.validator.schema)
+        self.text_cut = TextCut.of(checker.validator.schema)
 
     def run(self) -> JobOutcome:
         try:
@@ -286,6 +292,7 @@ class Job:
         value, problem = self.checker.check(result.text, result.finish_reason)
         if problem is None:
             value, ungrounded = self._ground(value, attempt.text)
+            value = self._cut(value)
             self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
             self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage,
                                                   ungrounded))
@@ -311,6 +318,18 @@ class Job:
             return record, values
         nulled = self.grounding.nulled(record, [f.path for f in found])
         return (nulled if self.checker.problem(nulled) is None else record), values
+
+    def _cut(self, record: Any) -> Any:
+        """The record with free text the grammar cut at its maxLength ended at its last full sentence
+        (`--cut-text sentence`), unless that would break the schema."""
+        if self.settings.cut_text == "keep":
+            return record
+        cut, where = self.text_cut.cut(record)
+        if not where or self.checker.problem(cut) is not None:
+            return record
+        self.outcome.cut_records += 1
+        self.outcome.cut_fields.update(set(map(pointer, where)))
+        return cut
 
     def _check_copies(self, record: Any, text: str) -> None:
         if self.copy_check is None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from kvx.engine.api import SamplingParams
+from kvx.cut_text import CutText
 from kvx.grounding import Ungrounded
 from kvx.prompts import Truncate
 from kvx.repeat_guard import NO_REPEAT_NGRAM
@@ -26,3 +27,4 @@ class JobSettings:
     copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
     ungrounded: Ungrounded = "null"  # a nullable field's value its text lacks (kvx/grounding.py)
     no_repeat_ngram: int = NO_REPEAT_NGRAM  # tokens; no n-gram twice in one string (kvx/repeat_guard.py; 0 = off)
+    cut_text: CutText = "sentence"  # free text cut at its maxLength ends at its last full sentence (kvx/cut_text.py)

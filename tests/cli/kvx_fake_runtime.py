@@ -9,6 +9,7 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
                      (KVX_FAKE_DIE_ONCE names the flag file that makes it once): a killed replica
   FAKE:surrogate     every attempt answers a record holding a lone surrogate escape
   FAKE:name          the answer names the customer "Ada Lovelace" (whether the text does or not)
+  FAKE:long          the summary runs into the ticket schema's maxLength (160) mid-sentence: LONG_SUMMARY
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
 (windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
 each result down so a test can kill the process mid-run.
@@ -23,6 +24,7 @@ from kvx.job.runtime import EngineOptions, Runtime
 from kvx.engine.api import PAUSE, Result, Usage
 
 CONTEXT = 4096
+LONG_SUMMARY = ("My order 7 never came. I wrote to support twice and nobody answered me. " * 3)[:160]
 
 
 class FakeTokenizer:
@@ -67,6 +69,8 @@ def answer(user_text: str, temperature: float) -> tuple[str, str]:
     }
     if len(record["summary"]) < 5:
         record["summary"] = (record["summary"] + " ticket")[:60]
+    if "FAKE:long" in user_text:
+        record["summary"] = LONG_SUMMARY
     return json.dumps(record), "stop"
 
 

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from kvx_cli_helpers import REPO, TICKET_SCHEMA, assert_one_line_error, read_jsonl, write_jsonl
+from kvx_fake_runtime import LONG_SUMMARY
 
 from kvx.cli.main import main
 
@@ -281,3 +282,31 @@ def test_the_progress_view_is_told_what_runs_while_no_row_can_finish(tmp_path, m
     told.clear()
     assert extract(tmp_path, "--choices", "greedy", input=src, out="greedy.jsonl")[0] == 0
     assert told == []
+
+
+@pytest.mark.parametrize("mode", ["sentence", "keep"])
+def test_free_text_cut_at_its_bound_ends_at_its_last_sentence(tmp_path, mode):
+    """FAKE:long summaries run into the ticket schema's maxLength mid-sentence: by default they end
+    at their last full sentence (counted), with --cut-text keep they stay; other rows are untouched."""
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": "FAKE:long my order is late"},
+                                              {"id": 2, "text": "plain text"}])
+    code, out = extract(tmp_path, "--ordered", "--cut-text", mode, "--stats", tmp_path / "stats.json", input=src)
+    rows, stats = read_jsonl(out), json.loads((tmp_path / "stats.json").read_text())
+    whole = LONG_SUMMARY[:LONG_SUMMARY.rindex(".") + 1]
+    assert code == 0 and rows[0]["record"]["summary"] == (whole if mode == "sentence" else LONG_SUMMARY)
+    assert rows[1]["record"]["summary"].startswith("plain text")  # short of its bound: as written
+    assert all(jsonschema.validate(r["record"], SCHEMA) is None for r in rows)
+    assert (stats["records_cut_at_sentence"], stats["cut_fields"]) == ((1, {"/summary": 1}) if mode == "sentence" else (0, {}))
+
+
+def test_a_cut_the_schema_refuses_is_not_made(tmp_path):
+    """A schema that wants the summary long elsewhere (allOf at the root): the cut would break it,
+    so the record keeps the model's text."""
+    schema = {**SCHEMA, "allOf": [{"properties": {"summary": {"minLength": 150}}}]}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": 1, "text": "FAKE:long my order is late"}])
+    code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "-o", str(tmp_path / "o.jsonl"), "-q",
+                 "--stats", str(tmp_path / "stats.json")])
+    rows = read_jsonl(tmp_path / "o.jsonl")
+    assert code == 0 and rows[0]["record"]["summary"] == LONG_SUMMARY
+    assert json.loads((tmp_path / "stats.json").read_text())["records_cut_at_sentence"] == 0

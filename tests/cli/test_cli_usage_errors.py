@@ -33,6 +33,7 @@ CASES = [
     (["--retries", "-1"], ["--retries -1"]),
     (["--speculate", "-2"], ["--speculate -2: must be at least 0"]),
     (["--no-repeat-ngram", "-1"], ["--no-repeat-ngram -1: must be at least 0"]),
+    (["--cut-text", "word"], ["--cut-text 'word'"]),
     (["--template", "{t}/noplace.txt"], ["no {field} placeholder"]),
     (["--template", "{t}/nothere.txt"], ["--template", "cannot read"]),
     (["--system", "@{t}/nothere.txt"], ["--system"]),

@@ -4,7 +4,8 @@ import json
 import jsonschema
 import pytest
 
-from kvx.grounding import Grounding, grounded_fields, pointer
+from kvx.grounding import Grounding, grounded_fields
+from kvx.record_fields import pointer
 from kvx.text_numbers import text_values
 
 PYDANTIC = {  # what Pydantic v2 emits for Optional[str], Optional[Money], an Optional date, nested models
@@ -34,6 +35,14 @@ def test_nullable_free_text_and_numbers_are_grounded_normalised_values_are_not()
     found = {pointer(p): t for p, t in grounded_fields(PYDANTIC).items()}
     assert found == {"/name": "string", "/amount": "number", "/order": "string", "/count": "integer",
                      "/seller/email": "string", "/lines/*/sku": "string", "/tree/label": "string"}  # recursion stops
+
+
+def test_an_optional_of_several_types_is_no_field_and_no_crash():
+    """`Optional[str | int]` (anyOf of a two-type node and null) takes no single free type: not
+    checked (it raised TypeError on the list of types)."""
+    schema = {"type": "object", "properties": {"a": {"anyOf": [{"type": ["string", "integer"]}, {"type": "null"}]},
+                                               "b": {"anyOf": [{"type": ["string", "null"]}, {"type": "null"}]}}}
+    assert {pointer(p): t for p, t in grounded_fields(schema).items()} == {"/b": "string"}
 
 
 def test_a_key_named_star_is_a_key_not_any_position():
