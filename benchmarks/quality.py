@@ -114,7 +114,7 @@ def print_table(results: list[dict], labels: Counter) -> None:
     print(f"product majority-class baseline: {p0.majority:.1%} (always '{p0.majority_label}'), "
           f"its balanced accuracy {1 / len(labels):.1%}; company baseline (always the commonest label's name, "
           f"null never): {results[0]['company'].majority:.1%}\n")
-    head = (f"{'run':19} {'ok':>7} {'product':>8} {'bal.acc':>8} {'top ans':>8} {'company':>8} {'named->name':>12} "
+    head = (f"{'run':20} {'ok':>7} {'product':>8} {'bal.acc':>8} {'top ans':>8} {'company':>8} {'named->name':>12} "
             f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'not held':>8} {'loops':>6} {'unfin.':>6} {'ranked':>10} {'s':>6}")
     print(head)
     print("-" * len(head))
@@ -122,7 +122,7 @@ def print_table(results: list[dict], labels: Counter) -> None:
         p, c, a = r["product"], r["company"], r["amount"]
         non_null = a.n - a.nulls
         copying = "-" if r["copying"] is None else f"{r['copying']}/{r['ok']}"
-        print(f"{r['run']:19} {r['ok']:>3}/{r['n']:<3} {p.accuracy:>8.1%} {p.balanced:>8.1%} {p.top_share:>8.0%} "
+        print(f"{r['run']:20} {r['ok']:>3}/{r['n']:<3} {p.accuracy:>8.1%} {p.balanced:>8.1%} {p.top_share:>8.0%} "
               f"{c.accuracy:>8.1%} {c.named_right:>5}/{c.named:<3}   {c.unnamed_null:>6}/{c.unnamed:<3}    "
               f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ungrounded']:>8} {r['loops']:>6} {r['unfinished']:>6} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
     print("\namounts: non-null disputed_amount_usd values the text holds (no amount labels in this set); "
@@ -130,7 +130,7 @@ def print_table(results: list[dict], labels: Counter) -> None:
           "loops: summaries repeating a three-word phrase their text lacks; unfin.: summaries that stop mid-sentence; "
           "ranked: choices made by ranking (in brackets: where greedy's first token would have started another value)")
     for r in results:
-        print(f"{r['run']:19} products answered: {dict(r['product'].predicted.most_common())}")
+        print(f"{r['run']:20} products answered: {dict(r['product'].predicted.most_common())}")
 
 
 

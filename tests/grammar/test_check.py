@@ -13,6 +13,7 @@ def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
     assert code == 0 and report["supported"] and report["dfa_states"] > 10
     assert report["compile_ms"] > 0 and report["first_mask_ms"] > 0
     assert report["grounded"] == ["/customer_name", "/order_id", "/product"]  # the nullable free-text fields
+    assert report["cut_at_sentence"] == ["/customer_name", "/product", "/summary", "/tags/*"]  # bounded free text
 
 
 def test_post_checked_keywords_are_said(capsys, tmp_path, monkeypatch):
