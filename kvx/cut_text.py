@@ -29,7 +29,7 @@ def _bounds(node: dict, optional: bool) -> tuple[int, int] | None:
     types = node.get("type")
     types = [types] if isinstance(types, str) else types
     if any(k in node for k in FIXED) or not isinstance(types, list) or "string" not in types \
-            or not set(types) <= {"string", "null"}:
+            or any(t not in ("string", "null") for t in types):
         return None
     lo, hi = node.get("minLength", 0), node.get("maxLength")
     whole = all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi))
