@@ -31,7 +31,10 @@ def test_two_replicas_give_the_records_of_one(cluster, tmp_path, monkeypatch):
 
     def run(name, *extra):
         out = tmp_path / name
-        code = main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--ordered", *FAST, *extra])
+        # --no-repeat-ngram 1 (no word twice in a string) makes the repeat guard refuse tokens in these
+        # short records, so the comparison covers the guards travelling to the replicas
+        code = main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--ordered", *FAST,
+                     "--no-repeat-ngram", "1", *extra])
         return code, read_jsonl(out)
 
     code1, one = run("one.jsonl", "--stats", str(tmp_path / "s1.json"))
@@ -46,3 +49,6 @@ def test_two_replicas_give_the_records_of_one(cluster, tmp_path, monkeypatch):
     assert fleet["calibration_points"] == local["calibration_points"] > 0
     assert fleet["channel_requests"] == local["channel_requests"] == 8 * 13  # --choices channel: 13 enum values
     assert fleet["engine"]["ranked_choices"] == local["engine"]["ranked_choices"] > 0
+    # the token guards travel with the requests (their vocabulary by hash): the same records, and as
+    # many tokens refused
+    assert fleet["engine"]["vetoed_tokens"] == local["engine"]["vetoed_tokens"] > 0
