@@ -306,9 +306,9 @@ class Engine:
         veto = seq.request.token_veto
         if veto is None or row is None or seq.request.sampling.temperature > 0:
             return tok
-        row = row.clone()
+        row, output = row.clone(), seq.output_ids  # output_ids copies the tail: once per position
         for _ in range(MAX_VETOES):
-            if not veto.vetoes(seq.output_ids, tok):
+            if not veto.vetoes(output, tok):
                 return tok
             self.metrics.vetoed_tokens += 1
             row[tok] = float("-inf")

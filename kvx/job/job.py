@@ -106,6 +106,8 @@ class Job:
         self._owners: dict[tuple, str | None] = {}  # choice point -> its top-level field (channel.point_owners)
         self.grounding = Grounding.of(checker.validator.schema)
         self.text_cut = TextCut.of(checker.validator.schema)
+        vocab = runtime.grammar.vocab if runtime.grammar is not None else None
+        self._spelling = Spelling(vocab.token_bytes, vocab.hash) if vocab is not None else None  # the guards' tokens
 
     def run(self) -> JobOutcome:
         try:
@@ -270,15 +272,13 @@ class Job:
     def _guard(self, attempt: Attempt) -> TokenVeto | None:
         """With a grammar (whose vocabulary spells the tokens): no loops in free text; with
         --examples, no example values either."""
-        if self.runtime.grammar is None:
+        if self._spelling is None:
             return None
-        vocab = self.runtime.grammar.vocab
-        spelling = Spelling(vocab.token_bytes, vocab.hash)
         guards: list[TokenVeto] = []
         if self.copy_check is not None and self.settings.copy_guard:
-            guards.append(CopyGuard(self.copy_check, attempt.text, spelling))
+            guards.append(CopyGuard(self.copy_check, attempt.text, self._spelling))
         if self.settings.no_repeat_ngram > 0:
-            guards.append(RepeatGuard(attempt.text, self.settings.no_repeat_ngram, spelling))
+            guards.append(RepeatGuard(attempt.text, self.settings.no_repeat_ngram, self._spelling))
         return None if not guards else guards[0] if len(guards) == 1 else AnyVeto(guards)
 
     def _finish(self, result: Result) -> None:
