@@ -57,6 +57,17 @@ def optional_branch(node: Any, resolve: Resolve, seen: tuple[str, ...] = ()) -> 
     return None
 
 
+def _as_object(schema: Any) -> dict:
+    """A schema as an object: `true` allows anything (`{}`), `false` nothing (`{"not": {}}`)."""
+    if isinstance(schema, dict):
+        return schema
+    return {} if schema is True else {"not": {}}
+
+
+def _allows_nothing(schema: Any) -> bool:
+    return schema is False or (isinstance(schema, dict) and schema.get("not") in ({}, True))
+
+
 class _Describer:
     def __init__(self, root: dict):
         self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor
@@ -74,7 +85,7 @@ class _Describer:
                 if target in seen:
                     return {}, seen
                 seen = (*seen, target)
-                node = {**self.doc.at(target), **{k: v for k, v in node.items() if k != "$ref"}}
+                node = {**_as_object(self.doc.at(target)), **{k: v for k, v in node.items() if k != "$ref"}}
             elif isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1 and isinstance(node["allOf"][0], dict):
                 node = {**node["allOf"][0], **{k: v for k, v in node.items() if k != "allOf"}}
             else:
@@ -92,6 +103,8 @@ class _Describer:
         out = []
         for name, sub in props.items():
             sub, sub_seen = self.resolve(sub, seen)
+            if _allows_nothing(sub):  # the key must be absent: no field to describe
+                continue
             line = f"{'  ' * depth}- {name}: {self.reading(sub, sub_seen)}"
             if name not in required:
                 line += " (optional)"

@@ -80,6 +80,22 @@ def test_fields_follow_refs_nesting_bounds_and_descriptions():
     assert describe_fields(pydantic_v1) == '- kind: one of "a", "b" — Its kind.'  # a lone allOf member is read
 
 
+def test_boolean_schemas_behind_refs_are_read():
+    """`true` allows any value, `false` none (the key must be absent); a `$ref` to either used to
+    raise TypeError (a traceback from `kvx schema check`, a refused schema from `kvx extract`)."""
+    from kvx.channel import enum_fields
+    from kvx.cut_text import TextCut
+    from kvx.grounding import grounded_fields
+    from kvx.schema_text import describe_fields
+
+    schema = {"type": "object", "$defs": {"any": True, "no": False},
+              "properties": {"a": {"$ref": "#/$defs/any", "description": "Anything."}, "b": {"$ref": "#/$defs/no"},
+                             "c": {"$ref": "#/$defs/any", "type": ["string", "null"]}, "d": False}}
+    assert describe_fields(schema).splitlines() == ["- a: any value (optional) — Anything.", "- c: text or null (optional)"]
+    assert list(grounded_fields(schema).values()) == ["string"]  # /c, the $ref's siblings kept
+    assert not TextCut.of(schema).fields and enum_fields(schema) == []
+
+
 @pytest.mark.parametrize("keep", ["head", "tail", "middle"])
 def test_truncated_prompts_keep_the_shared_part_and_cut_only_the_text(tok, keep):
     from kvx.prompts import cut_tokens
