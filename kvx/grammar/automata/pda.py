@@ -255,12 +255,11 @@ def _concatenate(bodies: list) -> Program:
     sizes = np.array([0 if b is None else len(b.final) for b in bodies], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     present = [(r, b) for r, b in enumerate(bodies) if b is not None]
-    reps, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
-    tables = []
-    for r, b in present:
-        t = b.table[:, b.classes[reps]]
-        tables.append(np.where(t >= 0, t + offsets[r], -1).astype(np.int32))
-    trans = np.ascontiguousarray(np.concatenate(tables)[:, joint])
+    _, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
+    trans = np.empty((int(offsets[-1]), 256), dtype=np.int32)
+    for r, b in present:  # each body's rows straight into place, its classes spread over the bytes
+        t = np.where(b.table >= 0, b.table + offsets[r], -1).astype(np.int32)
+        np.take(t, b.classes, axis=1, out=trans[offsets[r] : offsets[r + 1]])
     final = np.concatenate([b.final for _, b in present])
     rule_of = np.repeat(np.arange(len(bodies), dtype=np.int32), sizes)
     rule_start = np.array([-1 if b is None else offsets[r] + b.start for r, b in enumerate(bodies)], dtype=np.int32)

@@ -23,6 +23,7 @@ from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.vocab import TokenVocab
 
 INF = np.int32(1 << 30)
+STEP_CHUNK = 1024  # states whose canonical byte steps are found together (TokenDistances.byte_steps)
 
 
 def _class_reps(program: Program, usable: np.ndarray) -> np.ndarray:
@@ -41,10 +42,9 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     """Fewest bytes (each from `usable`) from every state to the end of its rule; INF if none."""
     n = program.num_states
     reps = _class_reps(program, usable)
-    dst = program.trans[:, reps].ravel()
-    src = np.repeat(np.arange(n, dtype=np.int64), len(reps))
-    live = dst >= 0
-    dst, src = dst[live].astype(np.int64), src[live]
+    flat = program.trans[:, reps].ravel()
+    live = np.flatnonzero(flat >= 0)  # most (state, class) pairs are dead: no [n x classes] source array
+    dst, src = flat[live].astype(np.int64), live // max(len(reps), 1)
     preds = src[np.argsort(dst, kind="stable")]
     counts = np.bincount(dst, minlength=n)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
@@ -111,7 +111,8 @@ class TokenDistances:
         self.longest = vocab.longest
         self.memo = np.where(program.final, 0, -1).astype(np.int32)
         self._ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
-        self._steps: tuple[np.ndarray, np.ndarray] | None = None
+        self._reps: np.ndarray | None = None
+        self._steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # chunk -> _byte_steps of its states
 
     def set_exact(self, dist: np.ndarray) -> None:
         self.memo = dist.astype(np.int32).copy()
@@ -128,25 +129,28 @@ class TokenDistances:
                 self._fill(int(s))
         return self.memo[states]
 
-    def _all_byte_steps(self, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
-        """Per state: the usable byte closest to the rule's end (lowest on ties) and its cost."""
-        trans = self.program.trans
-        reps = np.sort(_class_reps(self.program, self.usable))  # each class's lowest usable byte
-        byte, cost = np.zeros(len(trans), np.int64), np.full(len(trans), INF, np.int64)
+    def byte_steps(self, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        """For the states chunk * STEP_CHUNK on: the usable byte closest to the rule's end (lowest on
+        ties) and its cost. By chunk, on first use: a fill walks a few states, not the program."""
+        hit = self._steps.get(chunk)
+        if hit is not None:
+            return hit
+        if self._reps is None:
+            self._reps = np.sort(_class_reps(self.program, self.usable))  # each class's lowest usable byte
+        reps, rows = self._reps, self.program.trans[chunk * STEP_CHUNK : (chunk + 1) * STEP_CHUNK]
         if not len(reps):
-            return byte, cost
-        for a in range(0, len(trans), chunk):  # chunks bound the [states, classes] temporaries
-            d = self._ext[trans[a : a + chunk][:, reps]]
+            hit = np.zeros(len(rows), np.int64), np.full(len(rows), INF, np.int64)
+        else:
+            d = self._ext[rows[:, reps]]
             best = d.argmin(axis=1)  # the first, so the lowest byte, among the closest
-            cost[a : a + chunk] = d[np.arange(len(d)), best]
-            byte[a : a + chunk] = reps[best]
-        return byte, cost
+            hit = reps[best], d[np.arange(len(d)), best].astype(np.int64)
+        self._steps[chunk] = hit
+        return hit
 
     def _step(self, s: int):
         """The canonical step from s: ("byte", b, next state) or ("call", callee start, return)."""
-        if self._steps is None:
-            self._steps = self._all_byte_steps()
-        byte, cost = int(self._steps[0][s]), int(self._steps[1][s])
+        bytes_, costs = self.byte_steps(s // STEP_CHUNK)
+        byte, cost = int(bytes_[s % STEP_CHUNK]), int(costs[s % STEP_CHUNK])
         p = self.program
         best = None
         for k in range(int(p.call_ptr[s]), int(p.call_ptr[s + 1])):
