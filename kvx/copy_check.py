@@ -120,6 +120,9 @@ class CopyGuard:
         run = value[-COPY_RUN:]
         return len(run) == COPY_RUN and run not in self.text and any(run in v for v in self.values)
 
+    def allowed(self, output_ids: list[int]) -> list[int] | None:
+        return None  # refuses a few tokens; names none
+
     @staticmethod
     def _value(text: str) -> str:
         """The value being written at the end of the output: after the last `:`, `,`, `[` or `{`,

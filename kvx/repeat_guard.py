@@ -63,6 +63,9 @@ class RepeatGuard:
                 return True
         return False
 
+    def allowed(self, output_ids: list[int]) -> list[int] | None:
+        return None  # refuses a few tokens; names none
+
     def _word(self, token: int) -> bytes:
         """A token as a word: `The`, ` the` and ` THE` are the same one."""
         word = self._words.get(token)

@@ -27,6 +27,7 @@ class ExtractArgs:
     ungrounded: str
     no_repeat_ngram: int
     cut_text: str
+    copy_codes: bool
     ordered: bool
     resume: bool
     force: bool

@@ -92,6 +92,9 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "cut_text": settings.cut_text,
         "records_cut_at_sentence": outcome.cut_records,
         "cut_fields": dict(outcome.cut_fields.most_common()),
+        "copy_codes": settings.copy_codes,
+        "records_with_code_spans": outcome.code_records,
+        "codes_copied": outcome.codes_copied,
         "copy_guard": copy_guarded,
         "warnings": copy_warnings(outcome, counts.ok),
         "engine": engine,
@@ -153,9 +156,13 @@ def print_summary(stats: dict) -> None:
         fields = _most_counted(stats["cut_fields"])
         rows.append(("cut at maxLength", f"{stats['records_cut_at_sentence']} records ({fields}): ended at their last "
                                          f"full sentence (--cut-text {stats['cut_text']})"))
+    if stats["records_with_code_spans"]:
+        rows.append(("codes from the text", f"{stats['codes_copied']} values copied; {stats['records_with_code_spans']} "
+                                            f"records' texts hold a fitting span (--copy-codes)"))
     if e.get("vetoed_tokens"):
         guards = [f"repeats in free text (--no-repeat-ngram {stats['no_repeat_ngram']})"] * bool(stats["no_repeat_ngram"]) \
-            + ["values of --examples"] * bool(stats["copy_guard"])
+            + ["values of --examples"] * bool(stats["copy_guard"]) \
+            + ["codes the text lacks (--copy-codes)"] * bool(stats["records_with_code_spans"])
         rows.append(("tokens refused", f"{e['vetoed_tokens']:,}: {', '.join(guards)}"))
     if stats["interrupted"]:
         rows.append(("interrupted", "yes: rerun with --resume to finish"))

@@ -58,6 +58,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     here its context is known and the prompt is measured too. `loaded`: the schema already read
     (the command reads the file once)."""
     from kvx.grammar.check import schema_report
+    from kvx.code_spans import code_fields
     from kvx.cut_text import TextCut
     from kvx.grounding import grounded_fields
     from kvx.record_fields import pointer
@@ -70,7 +71,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
             context = tokenizer.context_length
         report = {"schema": schema_path, **schema_report(schema, tokenizer),
                   "grounded": sorted(map(pointer, grounded_fields(schema))),
-                  "cut_at_sentence": sorted(map(pointer, TextCut.of(schema).fields))}
+                  "cut_at_sentence": sorted(map(pointer, TextCut.of(schema).fields)),
+                  "codes_from_text": sorted(map(pointer, code_fields(schema)))}
         if context is not None:
             report.update(prompt_report(schema, tokenizer, context))
     except KvxError as err:
@@ -97,6 +99,9 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     if report["cut_at_sentence"]:
         print("ended at their last full sentence where the grammar cuts them at maxLength (--cut-text): "
               + ", ".join(report["cut_at_sentence"]))
+    if report["codes_from_text"]:
+        print("codes written as a span of each record's text where it holds one (--copy-codes): "
+              + ", ".join(report["codes_from_text"]))
     if "prompt_tokens" in report:
         print(f"prompt: {report['prompt_problem']}" if code else
               f"prompt: {report['prompt_tokens']:,} tokens shared by every record (system text + schema) "

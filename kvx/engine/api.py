@@ -38,19 +38,30 @@ class Constraint(Protocol):
 class TokenVeto(Protocol):
     """Refuses a greedy token given the output so far (e.g. kvx.copy_check.CopyGuard,
     kvx.repeat_guard.RepeatGuard); the engine then takes the next best. A draft stops before a
-    token its request vetoes, so drafting never changes what the veto lets through."""
+    token its request vetoes, so drafting never changes what the veto lets through.
+
+    Where a veto lets only a few tokens through (kvx.code_spans.CodeGuard: the spans of a text),
+    `allowed` names them and the engine takes the likeliest of them the grammar allows (if the
+    grammar allows none, the veto steps aside); None: no such list here."""
 
     def vetoes(self, output_ids: list[int], token: int) -> bool: ...
+
+    def allowed(self, output_ids: list[int]) -> list[int] | None: ...
 
 
 @dataclass
 class AnyVeto:
-    """A TokenVeto refusing what any of its members refuses (a record's copy and repeat guards)."""
+    """A TokenVeto refusing what any of its members refuses (a record's guards); the tokens it
+    allows are those every member that names a list allows."""
 
     members: list[TokenVeto]
 
     def vetoes(self, output_ids: list[int], token: int) -> bool:
         return any(m.vetoes(output_ids, token) for m in self.members)
+
+    def allowed(self, output_ids: list[int]) -> list[int] | None:
+        lists = [set(a) for m in self.members if (a := m.allowed(output_ids)) is not None]
+        return sorted(set.intersection(*lists)) if lists else None
 
 
 class ChoiceHook(Protocol):

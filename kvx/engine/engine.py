@@ -307,6 +307,14 @@ class Engine:
         if veto is None or row is None or seq.request.sampling.temperature > 0:
             return tok
         row, output = row.clone(), seq.output_ids  # output_ids copies the tail: once per position
+        only = veto.allowed(output)
+        if only:  # the veto names the few tokens it lets through: the likeliest the grammar allows
+            ids = torch.tensor(only, dtype=torch.long, device=row.device)
+            best = int(ids[row[ids].argmax()])
+            if row[best] != float("-inf"):
+                kept = torch.full_like(row, float("-inf"))
+                kept[ids] = row[ids]
+                row, tok = kept, best
         for _ in range(MAX_VETOES):
             if not veto.vetoes(output, tok):
                 return tok

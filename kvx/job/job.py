@@ -35,6 +35,7 @@ from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.cut_text import TextCut
 from kvx.grounding import Grounding
 from kvx.record_fields import pointer
+from kvx.code_spans import CodeGuard, CodeSpans, code_fields
 from kvx.repeat_guard import RepeatGuard
 from kvx.spelling import Spelling
 from kvx.engine.api import AnyVeto, ChoiceHook, Constraint, Request, Result, SamplingParams, TokenVeto
@@ -57,6 +58,7 @@ class Attempt:
     usage: RowUsage = field(default_factory=RowUsage)
     text: str = ""  # the record's text, kept for the token guards, the channel scores and the grounding check
     hook: ChoiceHook | None = None  # its own (channel scores); None: the job's (calibration)
+    codes: CodeSpans | None = None  # its text's spans for the schema's code fields (--copy-codes)
 
 
 @dataclass
@@ -77,6 +79,8 @@ class JobOutcome:
     ungrounded_fields: Counter = field(default_factory=Counter)  # pointer -> records with one there
     cut_records: int = 0  # ok records with free text ended at its last full sentence (--cut-text)
     cut_fields: Counter = field(default_factory=Counter)  # pointer -> values ended so there
+    code_records: int = 0  # ok records whose text holds a span for a code field (--copy-codes)
+    codes_copied: int = 0  # code values written as a span of their text
 
 
 class PhaseListener(Protocol):
@@ -106,6 +110,7 @@ class Job:
         self._owners: dict[tuple, str | None] = {}  # choice point -> its top-level field (channel.point_owners)
         self.grounding = Grounding.of(checker.validator.schema)
         self.text_cut = TextCut.of(checker.validator.schema)
+        self.codes = code_fields(checker.validator.schema) if settings.copy_codes else {}
         vocab = runtime.grammar.vocab if runtime.grammar is not None else None
         self._spelling = Spelling(vocab.token_bytes, vocab.hash) if vocab is not None else None  # the guards' tokens
 
@@ -236,6 +241,8 @@ class Job:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
                                       f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
         attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=text)
+        if self.codes:
+            attempt.codes = CodeSpans.of(self.codes, user)
         attempt.usage.truncated_tokens = cut
         if cut:
             self.outcome.truncated_records += 1
@@ -279,6 +286,8 @@ class Job:
             guards.append(CopyGuard(self.copy_check, attempt.text, self._spelling))
         if self.settings.no_repeat_ngram > 0:
             guards.append(RepeatGuard(attempt.text, self.settings.no_repeat_ngram, self._spelling))
+        if attempt.codes is not None and attempt.codes.spans:
+            guards.append(CodeGuard(attempt.codes, self._spelling))
         return None if not guards else guards[0] if len(guards) == 1 else AnyVeto(guards)
 
     def _finish(self, result: Result) -> None:
@@ -294,6 +303,9 @@ class Job:
             value, ungrounded = self._ground(value, attempt.text)
             value = self._cut(value)
             self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
+            if attempt.codes is not None and attempt.codes.spans:
+                self.outcome.code_records += 1
+                self.outcome.codes_copied += attempt.codes.copied(value)
             self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage,
                                                   ungrounded))
         elif attempt.number < self.settings.retries:

@@ -28,3 +28,4 @@ class JobSettings:
     ungrounded: Ungrounded = "null"  # a nullable field's value its text lacks (kvx/grounding.py)
     no_repeat_ngram: int = NO_REPEAT_NGRAM  # tokens; no n-gram twice in one string (kvx/repeat_guard.py; 0 = off)
     cut_text: CutText = "sentence"  # free text cut at its maxLength ends at its last full sentence (kvx/cut_text.py)
+    copy_codes: bool = True  # a string field with a pattern writes a span of its text (kvx/code_spans.py)

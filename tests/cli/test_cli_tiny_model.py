@@ -100,3 +100,32 @@ def test_free_text_does_not_loop(tmp_path, looping_gguf, capsys):
         assert repeated_ngram_at(guarded, text) is None, guarded
         first = repeated_ngram_at(plain, text)
         assert guarded == plain if first is None else guarded[:first] == plain[:first] != guarded[:first + 1]
+
+
+def test_codes_are_copied_from_the_text(tmp_path, tiny_gguf, capsys):
+    """A nullable code field (a string with a pattern): by default every code written is a span of
+    its record's text; without the guard the random model invents them (kept here to be seen)."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["code", "n"],
+              "properties": {"code": {"type": ["string", "null"], "pattern": "^[A-Z]{2}-[0-9]{3}$"}, "n": {"type": "integer"}}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    texts = ["ship AB-123 now", "ref CD-456 or EF-789", "order GH-321 late", "xx IJ-654 yy", "code KL-987",
+             "MN-111 ok", "no code", "QR-222 and ST-333"]
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in enumerate(texts)])
+    codes = {}
+    for flag in ("--copy-codes", "--no-copy-codes"):
+        out, stats = tmp_path / f"out{flag}.jsonl", tmp_path / f"stats{flag}.json"
+        code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf), "-o", str(out),
+                     flag, "--ungrounded", "keep", "--max-tokens", "60", "--ordered", "--stats", str(stats),
+                     "--kv-memory", "16MiB"])
+        rows = read_jsonl(out)
+        assert code == 0 and all(r["status"] == "ok" for r in rows)
+        codes[flag] = [r["record"]["code"] for r in rows]
+        s = json.loads(stats.read_text())
+        in_text = [c for c, t in zip(codes[flag], texts) if c is not None and re.search(rf"\b{c}\b", t)]
+        assert s["codes_copied"] == (len(in_text) if flag == "--copy-codes" else 0)
+        assert s["records_with_code_spans"] == (7 if flag == "--copy-codes" else 0)  # "no code" has none
+        assert ("codes from the text" in capsys.readouterr().err) == (flag == "--copy-codes")
+    written = [(c, t) for c, t in zip(codes["--copy-codes"], texts) if c is not None]
+    assert len(written) >= 4 and all(re.search(rf"\b{c}\b", t) for c, t in written)
+    invented = [c for c, t in zip(codes["--no-copy-codes"], texts) if c is not None and c not in t]
+    assert len(invented) >= 4  # the model does not copy by itself

@@ -41,17 +41,36 @@ class VetoEvery:
         self.asked += 1
         return token in self.banned and bool(output_ids) and output_ids[-1] % 2 == 1
 
+    def allowed(self, output_ids):
+        return None
+
+
+class OnlyAfterOdd:
+    """Lets only `only` through after an odd token, and names them (`allowed`, as the code guard)."""
+
+    def __init__(self, only: list[int]):
+        self.only = only
+
+    def vetoes(self, output_ids, token):
+        return bool(output_ids) and output_ids[-1] % 2 == 1 and token not in self.only
+
+    def allowed(self, output_ids):
+        return self.only if output_ids and output_ids[-1] % 2 == 1 else None
+
 
 class Without:
     """A matcher stand-in for the reference loop: every token but `banned` after an odd token."""
 
-    def __init__(self, banned: set[int]):
-        self.banned, self.last = banned, None
+    def __init__(self, banned: set[int], only: list[int] | None = None):
+        self.banned, self.only, self.last = banned, only, None
 
     def allowed_mask(self):
         m = torch.ones(VOCAB, dtype=torch.bool)
         if self.last is not None and self.last % 2 == 1:
             m[list(self.banned)] = False
+            if self.only is not None:
+                m[:] = False
+                m[self.only] = True
         return m
 
     def advance(self, tok):
@@ -79,3 +98,20 @@ def test_vetoed_tokens_give_way_to_the_next_best(seed):
     for i, p in enumerate(prompts):
         want = reference_greedy(loaded, p, 20, matcher=Without(banned))
         assert got[str(i)] == (want[:-1] if want and want[-1] == EOS else want)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_veto_that_names_its_tokens_gets_the_likeliest_of_them(seed):
+    """Far down the ranking (beyond the veto loop's tries) the named tokens are still found: the
+    output equals a plain loop whose mask allows only them there."""
+    loaded = tiny_loaded()
+    rng = random.Random(seed)
+    prompts = [[rng.randrange(1, VOCAB) for _ in range(rng.randrange(5, 30))] for _ in range(6)]
+    only = sorted(rng.sample(range(1, VOCAB), 3))
+    engine = Engine(loaded, config_for(loaded, 200, 4, "cpu"))
+    reqs = [Request(str(i), p, SamplingParams(max_tokens=20), token_veto=OnlyAfterOdd(only)) for i, p in enumerate(prompts)]
+    got = {r.id: r.token_ids for r in engine.generate(reqs)}
+    for i, p in enumerate(prompts):
+        want = reference_greedy(loaded, p, 20, matcher=Without(set(), only))
+        assert got[str(i)] == (want[:-1] if want and want[-1] == EOS else want)
+        assert all(b in only for a, b in zip(got[str(i)], got[str(i)][1:]) if a % 2 == 1)
