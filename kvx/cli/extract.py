@@ -50,9 +50,9 @@ def extract(
                                         "at 3N; 0 = off)."),
     cut_text: str = typer.Option(JobSettings.cut_text, help="Free text that ran into its maxLength (cut mid-sentence by the "
                                  "grammar): sentence (end it at its last full sentence) or keep."),
-    copy_codes: bool = typer.Option(JobSettings.copy_codes, "--copy-codes/--no-copy-codes", help="A string field with a "
-                                    "pattern (an id, a reference): once the model starts one, it writes a span of the "
-                                    "record's text that fits the field, where the text has one."),
+    copy_codes: bool = typer.Option(JobSettings.copy_codes, "--copy-codes/--no-copy-codes", help="A nullable string field "
+                                    "with a pattern (an id, a reference): once the model starts one, it writes a span of "
+                                    "the record's text that fits the field, where the text has one."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),
