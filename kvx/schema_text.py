@@ -158,7 +158,8 @@ class _Describer:
         out = []
         lo, hi = node.get("minLength"), node.get("maxLength")
         if hi is not None:
-            out.append(f"{lo} to {hi} characters" if lo else f"at most {hi} characters")
+            # "text" says non-empty: "1 to 240 characters" was echoed into summaries (7 of 126)
+            out.append(f"{lo} to {hi} characters" if lo and lo > 1 else f"at most {hi} characters")
         elif lo:
             out.append("not empty" if lo == 1 else f"at least {lo} characters")
         lo = node.get("minimum", node.get("exclusiveMinimum"))

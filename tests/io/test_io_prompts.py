@@ -74,6 +74,9 @@ def test_fields_follow_refs_nesting_bounds_and_descriptions():
     assert text.startswith("- root: object with the fields below — A tree node.\n  - kids: list of")
     assert len(text.splitlines()) < 10  # recursion stops
     assert describe_fields({"enum": ["a", "b"]}) == '- the value: one of "a", "b"'
+    # a minLength of 1 is said by "text" itself: "1 to 240 characters" was echoed into summaries
+    assert describe_fields({"type": "string", "minLength": 1, "maxLength": 240}) == "- the value: text, at most 240 characters"
+    assert describe_fields({"type": "string", "minLength": 5, "maxLength": 9}) == "- the value: text, 5 to 9 characters"
     pydantic_v1 = {"definitions": {"Kind": {"title": "Kind", "enum": ["a", "b"], "type": "string"}},
                    "type": "object", "required": ["kind"],
                    "properties": {"kind": {"allOf": [{"$ref": "#/definitions/Kind"}], "description": "Its kind."}}}
