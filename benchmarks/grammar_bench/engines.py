@@ -1,7 +1,8 @@
 """The grammar engines compared, each behind one small interface: compile a schema for the
 tokenizer (or refuse with a message) and say whether a token sequence is a complete document.
 
-kvx: compile_schema (no disk cache) + Matcher walk, and the jsonschema post-check kvx runs on every
+kvx: compile_schema (no disk cache, extra_keys="schema": JSON Schema's own additionalProperties
+default, as for xgrammar below) + Matcher walk, and the jsonschema post-check kvx runs on every
 record (kvx.job.validation). llguidance: LLMatcher.grammar_from_json_schema, compact separators,
 no whitespace, its defaults otherwise. xgrammar: GrammarCompiler.compile_json_schema, compact
 separators, no whitespace, strict_mode=False (JSON Schema's own additionalProperties default)."""
@@ -63,9 +64,10 @@ class KvxEngine:
     name = "kvx"
 
     def __init__(self, tokenizer):
-        from kvx.grammar import compile_schema
+        from kvx.grammar import GrammarOptions, compile_schema
 
         self.tokenizer, self._compile = tokenizer, compile_schema
+        self._options = GrammarOptions(extra_keys="schema")
         self._compile({"type": "integer"}, tokenizer, cache=False)  # per-tokenizer tables, once
 
     def compile(self, schema_text):
@@ -73,7 +75,7 @@ class KvxEngine:
 
         schema = json.loads(schema_text)
         try:
-            grammar = self._compile(schema, self.tokenizer, cache=False)
+            grammar = self._compile(schema, self.tokenizer, self._options, cache=False)
         except UnsupportedSchema as err:
             raise Refused(_first_line(err)) from None
         except RecursionError as err:

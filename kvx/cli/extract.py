@@ -13,7 +13,7 @@ from kvx.cli.extract_args import ExtractArgs
 from kvx.job.settings import JobSettings
 from kvx.cluster.options import ClusterOptions
 from kvx.engine.api import Attention, Dtype, EngineConfig, KVDtype
-from kvx.grammar.options import GrammarOptions, Whitespace
+from kvx.grammar.options import ExtraKeys, GrammarOptions, Whitespace
 from kvx.models.resolve import DEFAULT_MODEL
 from kvx.prompts import PromptSpec
 
@@ -64,6 +64,7 @@ def extract(
     stats: Optional[str] = typer.Option(None, help="Write the run's figures as JSON to FILE."),
     lenient: bool = typer.Option(GrammarOptions.lenient, help="Ignore schema keywords the grammar cannot enforce (jsonschema still checks)."),
     whitespace: str = typer.Option(GrammarOptions.whitespace, help=f"JSON layout the grammar allows: {_listed(Whitespace)}."),
+    extra_keys: str = typer.Option(GrammarOptions.extra_keys, help=f"Keys an object's schema does not declare, where it says nothing of others: {_listed(ExtraKeys)} (declared: not written; schema: any key, as JSON Schema allows)."),
     kv_memory: Optional[str] = typer.Option(None, help="KV cache pool size, e.g. 2GiB (default: a share of free memory)."),
     batch_tokens: int = typer.Option(EngineConfig.batch_tokens, help="Token budget of one engine step."),
     max_seqs: int = typer.Option(EngineConfig.max_seqs, help="Sequences decoded together at most."),

@@ -39,6 +39,7 @@ class ExtractArgs:
     stats: Optional[str]
     lenient: bool
     whitespace: str
+    extra_keys: str
     kv_memory: Optional[str]
     batch_tokens: int
     max_seqs: int

@@ -24,7 +24,7 @@ from kvx.io.fingerprint import Fingerprint, job_fingerprint
 from kvx.io.output_lock import output_lock
 from kvx.io.readers import InputSource, input_format, open_input
 from kvx.io.writers import RowWriter, check_output_path, open_output, output_format, read_done
-from kvx.grammar.options import GrammarOptions, Whitespace
+from kvx.grammar.options import ExtraKeys, GrammarOptions, Whitespace
 from kvx.prompts import (PromptBuilder, PromptError, PromptSpec, SchemaStyle, Truncate, load_examples, load_template,
                          read_text_option, shared_prompt_problem)
 
@@ -41,7 +41,8 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
         batch_tokens=check_positive(a.batch_tokens, "batch_tokens", 16),
         max_seqs=check_positive(a.max_seqs, "max_seqs"),
         speculate=check_positive(a.speculate, "speculate", 0),
-        grammar=GrammarOptions(whitespace=check_choice(a.whitespace, Whitespace, "whitespace"), lenient=a.lenient),
+        grammar=GrammarOptions(whitespace=check_choice(a.whitespace, Whitespace, "whitespace"), lenient=a.lenient,
+                               extra_keys=check_choice(a.extra_keys, ExtraKeys, "extra_keys")),
     )
     if is_local(a):  # replicas check on their own machine (kvx/cluster/replica.py)
         check_engine_options(opts)

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (the CLI's --whitespace)
+# Keys of an object that declares its own (properties / patternProperties) and says nothing of others
+# (no additionalProperties / unevaluatedProperties): "declared" generates only the declared ones (a
+# record needs no others, and a small model fills the room with invented keys); "schema" follows
+# JSON Schema's default, any other key with any value (what the coverage benchmark measures).
+ExtraKeys = Literal["declared", "schema"]
 
 
 @dataclass(frozen=True)
@@ -16,3 +21,4 @@ class GrammarOptions:
     max_ws: int = 2  # "flexible": whitespace bytes at most between two tokens of the JSON text
     lenient: bool = False  # keywords the automaton cannot enforce are left to jsonschema (not refused)
     max_states: int = 50_000  # per rule
+    extra_keys: ExtraKeys = "declared"

@@ -129,3 +129,28 @@ def test_codes_are_copied_from_the_text(tmp_path, tiny_gguf, capsys):
     assert len(written) >= 4 and all(re.search(rf"\b{c}\b", t) for c, t in written)
     invented = [c for c, t in zip(codes["--no-copy-codes"], texts) if c is not None and c not in t]
     assert len(invented) >= 4  # the model does not copy by itself
+
+
+def test_undeclared_keys_are_written_only_when_asked(tmp_path, tiny_gguf, capsys):
+    """A schema silent about other keys (Pydantic's default): by default records hold only the
+    declared keys; `--extra-keys schema` lets the random model add its own (kept here to be seen)."""
+    schema = {"type": "object", "required": ["n"],
+              "properties": {"n": {"type": "integer"}, "tag": {"type": "string", "maxLength": 8}}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in enumerate(["a", "bb", "c d", "eee", "f"])])
+    extras = {}
+    for mode in ("declared", "schema"):
+        out = tmp_path / f"out-{mode}.jsonl"
+        code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf), "-o", str(out),
+                     "--extra-keys", mode, "--max-tokens", "60", "--ordered", "-q", "--kv-memory", "16MiB"])
+        rows = read_jsonl(out)
+        assert code == 0 and all(r["status"] == "ok" for r in rows)
+        for r in rows:
+            jsonschema.validate(r["record"], schema)
+        extras[mode] = [sorted(set(r["record"]) - set(schema["properties"])) for r in rows]
+    assert not any(extras["declared"])
+    assert any(extras["schema"])
+    assert main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf),
+                 "-o", str(tmp_path / "x.jsonl"), "--extra-keys", "some"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["kvx: error: --extra-keys 'some': choose one of declared, schema"]

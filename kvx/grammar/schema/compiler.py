@@ -14,12 +14,13 @@ from jsonschema.validators import validator_for
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
-from kvx.grammar.options import GrammarOptions, Whitespace
+from kvx.grammar.options import ExtraKeys, GrammarOptions, Whitespace
 from kvx.grammar.schema.dynamic_refs import with_static_refs
 from kvx.grammar.schema.refs import dialect_of, names_a_draft
 from kvx.grammar.schema.rules import RuleBuilder
 
 WHITESPACE_MODES: tuple[Whitespace, ...] = get_args(Whitespace)
+EXTRA_KEYS_MODES: tuple[ExtraKeys, ...] = get_args(ExtraKeys)
 DEADLINE_S = 0.55  # seconds of work: refused within 1 s, the freeing of a big abandoned build included
 
 
@@ -68,6 +69,8 @@ def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
     caller's active one, else DEADLINE_S seconds from now)."""
     if options.whitespace not in WHITESPACE_MODES:
         raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {options.whitespace!r}")
+    if options.extra_keys not in EXTRA_KEYS_MODES:
+        raise UnsupportedSchema(f"extra_keys must be one of {', '.join(EXTRA_KEYS_MODES)}, not {options.extra_keys!r}")
     if options.max_ws < 0:
         raise UnsupportedSchema("max_ws must be >= 0")
     t0 = time.perf_counter()
@@ -102,5 +105,8 @@ def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
         raise too_large("/", err, pointer="") from None
     if program is None:
         raise UnsupportedSchema("schema admits no JSON value at /", None, "")
+    closed = builder.notes.closed_note()
+    if closed is not None:
+        builder.notes.warn_once("kvx:closed", closed)
     return CompiledSchema(program=program, warnings=builder.notes.warnings, post_checks=builder.notes.post_checks,
                           states=program.num_states, build_seconds=time.perf_counter() - t0)

@@ -32,6 +32,7 @@ class Notes:
         self.lenient = lenient
         self.warnings: list[str] = []
         self.post_checks: list[str] = []
+        self.closed: list[str] = []  # objects kept to their declared keys (GrammarOptions.extra_keys)
         self._seen: set[str] = set()
 
     def where(self, ptr: str) -> str:
@@ -52,6 +53,19 @@ class Notes:
             raise UnsupportedSchema(f"unsupported keyword '{keyword}' at {display or '/'}"
                                     + (f" ({what})" if what else ""), keyword, display)
         self.post_check(keyword, ptr, what or "not enforced while generating")
+
+    def closed_object(self, ptr: str) -> None:
+        where = self.where(ptr)
+        if where not in self.closed:
+            self.closed.append(where)
+
+    def closed_note(self) -> str | None:
+        """One line naming the objects kept to their declared keys (None: none was)."""
+        if not self.closed:
+            return None
+        more = f" and {len(self.closed) - 5} more" if len(self.closed) > 5 else ""
+        return (f"objects written with their declared keys only (the schema allows others; extra keys 'schema' "
+                f"writes them): {', '.join(self.closed[:5])}{more}")
 
     def warn_once(self, key: str, message: str) -> None:
         if key not in self._seen:

@@ -4,7 +4,8 @@ Declared properties come in `properties` order, optional ones may be left out; t
 the names only `required` lists (each once, all of them) and any number of other keys. The key space of the others is cut by the
 patternProperties regexes they match (each region gets the conjunction of its schemas, or
 additionalProperties / unevaluatedProperties where nothing matches), minus the declared names in
-every spelling (`"\\u0061"` cannot smuggle in a declared `a`), within propertyNames. Members are
+every spelling (`"\\u0061"` cannot smuggle in a declared `a`), within propertyNames. Where the schema
+says nothing of other keys, none is written unless GrammarOptions.extra_keys is "schema". Members are
 counted when minProperties/maxProperties ask for it. A finite automaton cannot stop two extra keys
 from being equal; json.loads keeps the last, which still validates because both obey the same schema.
 """
@@ -46,13 +47,17 @@ class ObjectBody(Body):
                     return ra.NOTHING
                 continue
             (loose if key in loose_keys else members).append((member, key in required))
-        extra = self._extra(tuple(order) + tuple(sorted(absent - set(order))))
         lo, hi = 0, None
         for p, node in zip(self.alt, self.nodes):
             where = self.s.notes.where(p.ptr)
             lo = max(lo, count_keyword(node, "minProperties", where, 0))
             m = count_keyword(node, "maxProperties", where, None)
             hi = m if hi is None or (m is not None and m < hi) else hi
+        # where only other keys could reach minProperties, they stay whatever --extra-keys says
+        closed = self.s.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
+        extra = self._extra(tuple(order) + tuple(sorted(absent - set(order))), closed)
+        if closed:  # named by the piece that declares the keys (a $ref's target, not the referrer)
+            self.s.notes.closed_object(next(p.ptr for p, node in zip(self.alt, self.nodes) if self._declares(node)))
         graph = members_graph(members, extra, [m for m, _ in loose], lo, hi, self.s.ws)
         return ra.seq(ra.lit("{"), self.s.ws, graph, ra.lit("}"))
 
@@ -134,13 +139,23 @@ class ObjectBody(Body):
                    for p, node in zip(self.alt, self.nodes) if "propertyNames" in node)
 
     # ---- keys nobody declared -----------------------------------------------------------------
-    def _extra(self, declared: tuple) -> ra.Node | None:
+    def _silent_about_others(self) -> bool:
+        """The object declares its keys and says nothing of any others (GrammarOptions.extra_keys)."""
+        return (any(map(self._declares, self.nodes))
+                and not any(k in node for node in self.nodes for k in ("additionalProperties", "unevaluatedProperties")))
+
+    @staticmethod
+    def _declares(node: dict) -> bool:
+        return bool(node.get("properties") or node.get("patternProperties"))
+
+    def _extra(self, declared: tuple, closed: bool) -> ra.Node | None:
+        """Members of undeclared keys, by the patterns they match; `closed`: none matching no pattern."""
         patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
         if len(patterns) > MAX_PATTERNS:
             where = self.s.notes.where(self.alt[0].ptr)
             raise too_large(where, f"more than {MAX_PATTERNS} patternProperties in one object", "patternProperties")
         regions = []
-        for size in range(len(patterns) + 1):
+        for size in range(int(closed), len(patterns) + 1):
             for chosen in combinations(patterns, size):
                 member = self._region(set(chosen), patterns, declared)
                 if member is not None:
