@@ -53,6 +53,13 @@ class PromptSpec:
     schema_style: SchemaStyle = "fields"
 
 
+    def fields_read(self) -> list[str]:
+        """The record fields every prompt reads: the template's placeholders, else `field`."""
+        if self.template is None:
+            return [self.field]
+        return list(dict.fromkeys(m.group(1) for m in PLACEHOLDER.finditer(self.template) if m.group(1)))
+
+
 def read_text_option(value: str | None, option: str) -> str | None:
     """`--system TEXT` or `--system @FILE`."""
     if value is None or not value.startswith("@"):

@@ -121,6 +121,7 @@ def run_extract(a: ExtractArgs) -> int:
     spec = prompt_spec(a, checker)
     check_output_path(a.output, a.input, {"--stats": a.stats})
     source = open_input(a.input, a.id_field)
+    check_columns(source, spec)
     fingerprint = fingerprint_of(a, schema, spec)
     with output_lock(a.output):  # held until the last row is committed (and Parquet merged)
         finished = read_done(a.output, schema, fingerprint, a.force) if a.resume else DoneRows()
@@ -132,6 +133,17 @@ def run_extract(a: ExtractArgs) -> int:
             return run_job(a, source, writer, builder, runtime, checker, settings, finished, copies)
         finally:
             runtime.close()
+
+
+def check_columns(source: InputSource, spec: PromptSpec) -> None:
+    """A CSV or Parquet input without a column the prompts read would give only error rows: exit 2."""
+    if source.columns is None:
+        return
+    for name in spec.fields_read():
+        if name.split(".")[0] not in source.columns:
+            how = "use a column in --template" if spec.template is not None else "name the text's column with --field"
+            raise ConfigError(f"{source.name}: no column {name.split('.')[0]!r} (its columns: "
+                              f"{', '.join(source.columns) or 'none'}); {how}")
 
 
 def _runtime(a: ExtractArgs, schema: dict, opts: EngineOptions) -> Runtime:

@@ -34,6 +34,7 @@ class InputSource:
     format: str  # "jsonl" | "csv" | "parquet"
     total: int | None  # records expected, when cheap to know (for the progress bar)
     records: Iterator[InputRecord]
+    columns: tuple[str, ...] | None = None  # every record's field names (CSV header, Parquet schema); None: JSONL
 
 
 def input_format(path: str) -> str:
@@ -65,7 +66,18 @@ def _open_source(path: str, id_field: str) -> InputSource:
         return _open_parquet(p, id_field)
     total = _count_lines(p, fmt) if p.stat().st_size <= COUNT_LINES_UP_TO else None
     reader = read_jsonl if fmt == "jsonl" else read_csv
-    return InputSource(path, fmt, total, _from_file(p, reader, id_field))
+    return InputSource(path, fmt, total, _from_file(p, reader, id_field), _csv_header(p) if fmt == "csv" else None)
+
+
+def _csv_header(path: Path) -> tuple[str, ...] | None:
+    """The CSV's column names, read as read_csv reads them (None where it cannot: its error row says why)."""
+    try:
+        with open(path, "rb") as f:
+            lines = _CsvLines(f)
+            header = next(csv.reader(lines), None)
+            return None if header is None or lines.cut else tuple(header)
+    except (OSError, csv.Error):
+        return None
 
 
 def _from_file(path: Path, reader, id_field: str) -> Iterator[InputRecord]:
@@ -204,7 +216,8 @@ def _open_parquet(path: Path, id_field: str) -> InputSource:
         pf = pq.ParquetFile(path)
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise ConfigError(f"{path}: not a readable Parquet file ({e})") from None
-    return InputSource(str(path), "parquet", pf.metadata.num_rows, _read_parquet(pf, id_field))
+    return InputSource(str(path), "parquet", pf.metadata.num_rows, _read_parquet(pf, id_field),
+                       tuple(pf.schema_arrow.names))
 
 
 def _read_parquet(pf, id_field: str, batch_size: int = 1024) -> Iterator[InputRecord]:

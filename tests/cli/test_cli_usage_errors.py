@@ -29,6 +29,7 @@ CASES = [
     (["--attention", "cuda"], ["--attention 'cuda'"]),
     (["--kv-dtype", "int4"], ["--kv-dtype 'int4'"]),
     (["--whitespace", "pretty"], ["--whitespace"]),
+    (["--extra-keys", "all"], ["--extra-keys 'all': choose one of declared, schema"]),
     (["--max-tokens", "0"], ["--max-tokens 0: must be at least 1"]),
     (["--retries", "-1"], ["--retries -1"]),
     (["--speculate", "-2"], ["--speculate -2: must be at least 0"]),
@@ -93,3 +94,24 @@ def test_subprocess_error_has_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert_one_line_error(proc.stderr.decode(), "none.json: no such schema file")
     assert proc.stdout == b""
+
+
+def test_a_table_without_the_text_column_exits_2_naming_its_columns(tmp_path, capsys):
+    """CSV and Parquet know their columns before any record is read: a --field or --template
+    placeholder that names none of them would only give error rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "in.csv").write_text("id,body\n1,hello\n")
+    pq.write_table(pa.table({"id": ["1"], "doc": [{"body": "hello"}]}), tmp_path / "in.parquet")
+    (tmp_path / "t.txt").write_text("Text: {body} {note}")
+    cases = [("in.csv", [], "in.csv: no column 'text' (its columns: id, body); name the text's column with --field"),
+             ("in.parquet", [], "in.parquet: no column 'text' (its columns: id, doc)"),
+             ("in.parquet", ["--field", "body.x"], "no column 'body' (its columns: id, doc)"),
+             ("in.csv", ["--template", str(tmp_path / "t.txt")], "no column 'note' (its columns: id, body); use a column in --template")]
+    for name, extra, needle in cases:
+        code = main(["extract", str(tmp_path / name), "--schema", str(TICKET_SCHEMA), "-o", str(tmp_path / "o.jsonl"), *extra])
+        assert code == 2
+        assert_one_line_error(capsys.readouterr().err, needle)
+    for name, extra in [("in.csv", ["--field", "body"]), ("in.parquet", ["--field", "doc.body"])]:  # present: no error
+        assert main(["extract", str(tmp_path / name), "--schema", str(TICKET_SCHEMA), "-o", str(tmp_path / "o.jsonl"), "-q", *extra]) == 0
