@@ -169,6 +169,12 @@ class PromptBuilder:
         self._prefix_ids = tokenizer.encode(self._prefix) if self._prefix is not None else None
 
     def user_text(self, fields: dict[str, Any]) -> str:
+        """The record's part of the prompt; PromptError where it is missing or holds no text (whatever
+        the model wrote for an empty text would be invented: the calibration's content-free input)."""
+        names = self.spec.fields_read()
+        if not any(field_value(fields, name).strip() for name in names):
+            listed = ", ".join(f"'{n}'" for n in names)
+            raise PromptError(f"field {listed} is empty" if len(names) == 1 else f"fields {listed} are empty")
         if self.spec.template is None:
             return field_value(fields, self.spec.field)
         return PLACEHOLDER.sub(lambda m: _fill(m, fields), self.spec.template)

@@ -76,11 +76,12 @@ def test_bad_input_lines_become_error_rows(tmp_path, capsys):
         json.dumps({"id": "long", "text": "very long ticket " * 400}).encode() + b"\n",
         b'{"id": "engine", "text": "FAKE:engine-error"}\n',
         b'{"text": "no id here, refund please"}\n',
+        b'{"id": "blank", "text": " \\n\\t "}\n',
     ]))
     code, out = extract(tmp_path, input=src)
     rows = {r["id"]: r for r in read_jsonl(out)}
     assert code == 1
-    assert set(rows) == {"ok1", "2", "nofield", "5", "6", "long", "engine", "9"}
+    assert set(rows) == {"ok1", "2", "nofield", "5", "6", "long", "engine", "9", "blank"}
     assert rows["ok1"]["status"] == "ok" and rows["9"]["status"] == "ok"
     expect = {
         "2": "line 2: not valid JSON",
@@ -89,6 +90,7 @@ def test_bad_input_lines_become_error_rows(tmp_path, capsys):
         "6": "line 6: expected a JSON object",
         "long": "line 7 (id long): prompt is ",
         "engine": "line 8 (id engine): sequence failed in the engine",
+        "blank": "line 10 (id blank): field 'text' is empty",
     }
     for rid, start in expect.items():
         assert rows[rid]["status"] == "error" and rows[rid]["record"] is None

@@ -125,3 +125,18 @@ def test_content_free_prompt_fills_every_field(tok):
     assert b.content_free_ids("N/A") == b.prompt_ids({"channel": "N/A", "text": "N/A"})
     plain = PromptBuilder(PromptSpec(), SCHEMA, tok)
     assert tok.decode(plain.content_free_ids("")).endswith("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n")
+
+
+def test_a_record_with_no_text_is_refused(tok):
+    """An empty or blank text gives the model nothing to extract (the calibration's content-free
+    input): its row is an error, not an invented record; with a template, only when every field
+    it reads is blank."""
+    b = PromptBuilder(PromptSpec(), SCHEMA, tok)
+    for blank in ("", " ", "\n\t "):
+        with pytest.raises(PromptError, match="field 'text' is empty"):
+            b.user_text({"text": blank})
+    assert b.user_text({"text": " x "}) == " x "
+    t = PromptBuilder(PromptSpec(template="[{channel}] {text}"), SCHEMA, tok)
+    assert t.user_text({"channel": "email", "text": ""}) == "[email] "
+    with pytest.raises(PromptError, match="fields 'channel', 'text' are empty"):
+        t.user_text({"channel": " ", "text": ""})
