@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from typing import Iterator, NamedTuple
 
 from kvx.record_fields import Place
 from kvx.spelling import Spelling
@@ -18,11 +19,20 @@ QUOTE, BACKSLASH = ord('"'), ord("\\")
 WHITESPACE = b" \t\r\n"
 
 
+class Frame(NamedTuple):
+    """One open container."""
+
+    is_object: bool
+    key: str | None = None  # an object's current key
+    keys: frozenset = frozenset()  # an object's keys so far
+    repeated: bool = False  # an object named one of its keys twice
+
+
 @dataclass(frozen=True)
 class At:
     """The scan after some output."""
 
-    frames: tuple[tuple[bool, str | None], ...] = ()  # (is an object, its current key) per open container
+    frames: tuple[Frame, ...] = ()  # the open containers, outermost first
     expect: str = "value"  # value (one starts next) | key | colon | after (a value or key just ended)
     in_string: bool = False
     is_key: bool = False  # the open string is a key
@@ -32,7 +42,7 @@ class At:
     @property
     def place(self) -> Place:
         """The place of the value being written, or about to start."""
-        return tuple(key if is_object else None for is_object, key in self.frames)
+        return tuple(f.key if f.is_object else None for f in self.frames)
 
     def step(self, byte: int, offset: int, text: bytes | bytearray) -> "At":
         """The scan after one more byte (at `offset` of the output's bytes `text`)."""
@@ -49,22 +59,25 @@ class At:
                 key = json.loads(text[self.start : offset + 1].decode("utf-8", errors="replace"))
             except ValueError:
                 key = None
-            frames = self.frames[:-1] + ((True, key),) if self.frames else self.frames
+            frames = self.frames
+            if frames:
+                top = frames[-1]
+                frames = frames[:-1] + (Frame(True, key, top.keys | {key}, top.repeated or key in top.keys),)
             return replace(self, frames=frames, in_string=False, is_key=False, expect="colon", start=-1)
         if byte in WHITESPACE:
             return self
         if byte == QUOTE:
             return replace(self, in_string=True, is_key=self.expect == "key", start=offset)
         if byte == ord("{"):
-            return replace(self, frames=self.frames + ((True, None),), expect="key")
+            return replace(self, frames=self.frames + (Frame(True),), expect="key")
         if byte == ord("["):
-            return replace(self, frames=self.frames + ((False, None),), expect="value")
+            return replace(self, frames=self.frames + (Frame(False),), expect="value")
         if byte in b"}]":
             return replace(self, frames=self.frames[:-1], expect="after")
         if byte == ord(":"):
             return replace(self, expect="value")
         if byte == ord(","):
-            return replace(self, expect="key" if self.frames and self.frames[-1][0] else "value")
+            return replace(self, expect="key" if self.frames and self.frames[-1].is_object else "value")
         return replace(self, expect="after")  # inside a number or literal
 
 
@@ -92,6 +105,14 @@ class JsonCursor:
             self._ends.append(len(self._text))
             self._states.append(state)
         return state
+
+    def through(self, output_ids: list[int], token: int) -> Iterator[tuple[At, int]]:
+        """(the scan before the byte, the byte) for each byte `token` would add after output_ids."""
+        state = self.at(output_ids)
+        text = self._text + self.spelling.of(token)
+        for i in range(len(self._text), len(text)):
+            yield state, text[i]
+            state = state.step(text[i], i, text)
 
     def written(self, state: At) -> bytes:
         """The open string value's bytes so far, its opening quote included (after `at`)."""

@@ -47,7 +47,7 @@ def extract(
                                    "Either way the row's 'ungrounded' column names it."),
     no_repeat_ngram: int = typer.Option(JobSettings.no_repeat_ngram, help="No run of N tokens twice in one string value "
                                         "unless the text has it too (stops free text that loops; runs without letters count "
-                                        "at 3N; 0 = off)."),
+                                        "at 3N), and an object that names a key twice closes there (0 = off)."),
     cut_text: str = typer.Option(JobSettings.cut_text, help="Free text that ran into its maxLength (cut mid-sentence by the "
                                  "grammar): sentence (end it at its last full sentence) or keep."),
     copy_codes: bool = typer.Option(JobSettings.copy_codes, "--copy-codes/--no-copy-codes", help="A nullable string field "

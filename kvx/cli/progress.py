@@ -160,7 +160,7 @@ def print_summary(stats: dict) -> None:
         rows.append(("codes from the text", f"{stats['codes_copied']} values copied; {stats['records_with_code_spans']} "
                                             f"records' texts hold a fitting span (--copy-codes)"))
     if e.get("vetoed_tokens"):
-        guards = [f"repeats in free text (--no-repeat-ngram {stats['no_repeat_ngram']})"] * bool(stats["no_repeat_ngram"]) \
+        guards = [f"looping text or keys (--no-repeat-ngram {stats['no_repeat_ngram']})"] * bool(stats["no_repeat_ngram"]) \
             + ["values of --examples"] * bool(stats["copy_guard"]) \
             + ["codes the text lacks (--copy-codes)"] * bool(stats["records_with_code_spans"])
         rows.append(("tokens refused", f"{e['vetoed_tokens']:,}: {', '.join(guards)}"))

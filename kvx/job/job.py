@@ -36,6 +36,7 @@ from kvx.cut_text import TextCut
 from kvx.grounding import Grounding
 from kvx.record_fields import pointer
 from kvx.code_spans import CodeGuard, CodeSpans, code_fields
+from kvx.key_repeat import KeyRepeatGuard
 from kvx.repeat_guard import RepeatGuard
 from kvx.spelling import Spelling
 from kvx.engine.api import AnyVeto, ChoiceHook, Constraint, Request, Result, SamplingParams, TokenVeto
@@ -277,7 +278,7 @@ class Job:
                        user_data=attempt)
 
     def _guard(self, attempt: Attempt) -> TokenVeto | None:
-        """With a grammar (whose vocabulary spells the tokens): no loops in free text; with
+        """With a grammar (whose vocabulary spells the tokens): no loops in free text or keys; with
         --examples, no example values either."""
         if self._spelling is None:
             return None
@@ -285,7 +286,8 @@ class Job:
         if self.copy_check is not None and self.settings.copy_guard:
             guards.append(CopyGuard(self.copy_check, attempt.text, self._spelling))
         if self.settings.no_repeat_ngram > 0:
-            guards.append(RepeatGuard(attempt.text, self.settings.no_repeat_ngram, self._spelling))
+            guards += [RepeatGuard(attempt.text, self.settings.no_repeat_ngram, self._spelling),
+                       KeyRepeatGuard(self._spelling)]
         if attempt.codes is not None and attempt.codes.spans:
             guards.append(CodeGuard(attempt.codes, self._spelling))
         return None if not guards else guards[0] if len(guards) == 1 else AnyVeto(guards)

@@ -92,7 +92,7 @@ def test_free_text_does_not_loop(tmp_path, looping_gguf, capsys):
         refused = json.loads(stats.read_text())["engine"]["vetoed_tokens"]
         assert (refused > 0) == (n > 0)
         summary = capsys.readouterr().err  # the summary table says what the guard did
-        row = re.search(r"tokens refused\s*│\s*([\d,]+): repeats in free text \(--no-repeat-ngram 3\)", summary)
+        row = re.search(r"tokens refused\s*│\s*([\d,]+): looping text or keys \(--no-repeat-ngram 3\)", summary)
         assert (row is not None and row.group(1) == f"{refused:,}") == (n > 0)
     texts = ["abc", "hello", "q", "zz top"]
     assert any(repeated_ngram_at(s, t) is not None for s, t in zip(summaries[0], texts))  # the model loops
