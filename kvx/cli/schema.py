@@ -1,4 +1,4 @@
-"""`kvx schema check SCHEMA [--model M] [--json]`: can the grammar enforce this schema, and how fast."""
+"""`kvx schema check SCHEMA [--model M] [--json] [--extra-keys declared|schema]`: can the grammar enforce this schema, and how fast."""
 from __future__ import annotations
 
 import json
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-from kvx.cli.options import user_message
+from kvx.cli.options import check_choice, user_message
 from kvx.errors import KvxError
+from kvx.grammar.options import ExtraKeys, GrammarOptions
 from kvx.models.resolve import DEFAULT_MODEL
 
 schema_app = typer.Typer(help="Work with JSON Schemas.", no_args_is_help=True, add_completion=False)
@@ -18,12 +19,14 @@ def check(
     schema: str = typer.Argument(..., help="JSON Schema file."),
     model: str = typer.Option(DEFAULT_MODEL, help="Model whose tokenizer the grammar is built for."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    extra_keys: str = typer.Option(GrammarOptions.extra_keys, help="As kvx extract's --extra-keys."),
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
     from kvx.job.validation import load_schema
 
+    options = GrammarOptions(extra_keys=check_choice(extra_keys, ExtraKeys, "extra_keys"))
     loaded = load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
-    raise typer.Exit(run_schema_check(schema, model, as_json, loaded=loaded))
+    raise typer.Exit(run_schema_check(schema, model, as_json, loaded=loaded, options=options))
 
 
 def _load_tokenizer(model_spec: str | None):
@@ -52,7 +55,7 @@ def prompt_report(schema: dict, tokenizer, context: int) -> dict:
 
 
 def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None,
-                     loaded: dict | None = None) -> int:
+                     loaded: dict | None = None, options: GrammarOptions = GrammarOptions()) -> int:
     """Print the report (or the one-line reason) and return the exit code: 0 supported, 2 not (or
     supported, but `kvx extract` would refuse the prompt it makes). With the model's tokenizer loaded
     here its context is known and the prompt is measured too. `loaded`: the schema already read
@@ -69,7 +72,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         if tokenizer is None:
             tokenizer = _load_tokenizer(model_spec)
             context = tokenizer.context_length
-        report = {"schema": schema_path, **schema_report(schema, tokenizer),
+        report = {"schema": schema_path, **schema_report(schema, tokenizer, options),
                   "grounded": sorted(map(pointer, grounded_fields(schema))),
                   "cut_at_sentence": sorted(map(pointer, TextCut.of(schema).fields)),
                   "codes_from_text": sorted(map(pointer, code_fields(schema)))}

@@ -4,11 +4,12 @@ from __future__ import annotations
 import time
 
 from kvx.grammar.compile import compile_schema
+from kvx.grammar.options import GrammarOptions
 
 
-def schema_report(schema: dict, tokenizer) -> dict:
+def schema_report(schema: dict, tokenizer, options: GrammarOptions = GrammarOptions()) -> dict:
     """Compile `schema` for `tokenizer` and time the first mask; raises UnsupportedSchema."""
-    grammar = compile_schema(schema, tokenizer, cache=False)
+    grammar = compile_schema(schema, tokenizer, options, cache=False)
     t1 = time.perf_counter()
     grammar.matcher().allowed_mask()
     return {

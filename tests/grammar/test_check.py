@@ -54,3 +54,20 @@ def test_unsupported_and_invalid_exit_2_with_one_line(capsys, tmp_path):
 def run_and_capture(capsys, path):
     run_schema_check(str(path), None, True, tokenizer=smol_tokenizer())
     return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_check_builds_the_grammar_extract_would(capsys, tmp_path, monkeypatch):
+    """`--extra-keys` as for extract: declared (the default) names the objects kept to their keys
+    and builds a smaller automaton than schema (JSON Schema's default, no such warning)."""
+    from kvx.grammar.options import GrammarOptions
+
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    path = tmp_path / "open.json"
+    path.write_text(json.dumps({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}))
+    reports = {}
+    for mode in ("declared", "schema"):
+        assert run_schema_check(str(path), None, True, tokenizer=smol_tokenizer(),
+                                options=GrammarOptions(extra_keys=mode)) == 0
+        reports[mode] = json.loads(capsys.readouterr().out)
+    assert [w for w in reports["declared"]["warnings"] if "declared keys only" in w] and not reports["schema"]["warnings"]
+    assert reports["declared"]["dfa_states"] < reports["schema"]["dfa_states"]
