@@ -21,7 +21,6 @@ from typing import Any
 
 from kvx.json_cursor import JsonCursor
 from kvx.record_fields import Place, leaf_fields, places
-from kvx.spelling import Spelling
 
 MAX_WORDS = 4  # words in one span
 JOINS = ("_", "-")  # how a span's words may be joined in a code
@@ -104,10 +103,10 @@ class CodeGuard:
     """A token veto (kvx.engine.api.TokenVeto) for one record: inside a code field's string, only a
     span of the text."""
 
-    def __init__(self, spans: CodeSpans, spelling: Spelling):
+    def __init__(self, spans: CodeSpans, cursor: JsonCursor):
         self.spans = spans.spans
-        self.spelling = spelling
-        self.cursor = JsonCursor(spelling)
+        self.spelling = cursor.spelling
+        self.cursor = cursor  # the record's scan, shared with its other JSON-reading guards
 
     def _open(self, output_ids: list[int]) -> tuple[list[bytes], bytes] | None:
         """(the spans of the field whose value is being written, what of it is written) or None

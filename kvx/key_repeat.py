@@ -13,16 +13,17 @@ in full. Part of the loop guard (`--no-repeat-ngram`, kvx/repeat_guard.py, off a
 from __future__ import annotations
 
 from kvx.json_cursor import JsonCursor
-from kvx.spelling import Spelling
 
 COMMA = ord(",")
 
 
 class KeyRepeatGuard:
-    def __init__(self, spelling: Spelling):
-        self.cursor = JsonCursor(spelling)
+    def __init__(self, cursor: JsonCursor):
+        self.cursor = cursor  # the record's scan, shared with its other JSON-reading guards
 
     def vetoes(self, output_ids: list[int], token: int) -> bool:
+        if COMMA not in self.cursor.spelling.of(token):
+            return False  # most tokens: no scan needed
         for state, byte in self.cursor.through(output_ids, token):
             if byte == COMMA and not state.in_string and state.frames and state.frames[-1].repeated:
                 return True

@@ -11,7 +11,7 @@ import re
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Callable, Literal, get_args
 
 from kvx.errors import ConfigError, KvxError
 from kvx.io.json_values import decode_problem
@@ -51,7 +51,6 @@ class PromptSpec:
     raw: bool = False  # no chat template: plain "Input:/Output:" text
     describe_schema: bool = True
     schema_style: SchemaStyle = "fields"
-
 
     def fields_read(self) -> list[str]:
         """The record fields every prompt reads: the template's placeholders, else `field`."""
@@ -167,17 +166,18 @@ class PromptBuilder:
             self.system = f"{self.system}\n\nThe JSON object has these fields:\n{describe_fields(schema)}"
         self._prefix, self._suffix = self._split()
         self._prefix_ids = tokenizer.encode(self._prefix) if self._prefix is not None else None
+        self._reads = spec.fields_read()
 
     def user_text(self, fields: dict[str, Any]) -> str:
         """The record's part of the prompt; PromptError where it is missing or holds no text (whatever
         the model wrote for an empty text would be invented: the calibration's content-free input)."""
-        names = self.spec.fields_read()
-        if not any(field_value(fields, name).strip() for name in names):
-            listed = ", ".join(f"'{n}'" for n in names)
-            raise PromptError(f"field {listed} is empty" if len(names) == 1 else f"fields {listed} are empty")
+        values = {name: field_value(fields, name) for name in self._reads}
+        if not any(v.strip() for v in values.values()):
+            listed = ", ".join(f"'{n}'" for n in values)
+            raise PromptError(f"field {listed} is empty" if len(values) == 1 else f"fields {listed} are empty")
         if self.spec.template is None:
-            return field_value(fields, self.spec.field)
-        return PLACEHOLDER.sub(lambda m: _fill(m, fields), self.spec.template)
+            return values[self.spec.field]
+        return _render(self.spec.template, values.__getitem__)
 
     def prompt_text(self, fields: dict[str, Any]) -> str:
         return self._render(self.user_text(fields))
@@ -188,8 +188,7 @@ class PromptBuilder:
     def content_free_ids(self, text: str) -> list[int]:
         """The prompt with every record field replaced by a content-free text ("N/A", ""), for
         contextual calibration (kvx/engine/calibration.py)."""
-        user = text if self.spec.template is None else PLACEHOLDER.sub(
-            lambda m: m.group(0)[0] if m.group(0) in ("{{", "}}") else text, self.spec.template)
+        user = text if self.spec.template is None else _render(self.spec.template, lambda _: text)
         return self.user_ids(user)
 
     def user_ids(self, user: str) -> list[int]:
@@ -251,8 +250,6 @@ def cut_tokens(ids: list[int], keep_n: int, keep: Truncate) -> list[int]:
     return ids[:front] + (ids[len(ids) - (keep_n - front):] if keep_n - front else [])
 
 
-def _fill(match: re.Match, fields: dict[str, Any]) -> str:
-    token = match.group(0)
-    if token in ("{{", "}}"):
-        return token[0]
-    return field_value(fields, match.group(1))
+def _render(template: str, value_of: Callable[[str], str]) -> str:
+    """The template with each {field} replaced by value_of(field), and {{ / }} by { / }."""
+    return PLACEHOLDER.sub(lambda m: value_of(m.group(1)) if m.group(1) else m.group(0)[0], template)

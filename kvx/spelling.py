@@ -6,18 +6,18 @@ byte strings stay behind): the replica compiled the same grammar, so it finds th
 """
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Hashable, Iterable, TypeVar
 
-_TABLES: dict[str, dict[bytes, int]] = {}  # vocabulary hash -> bytes -> token
-_WITH: dict[tuple[str, int], list[int]] = {}  # (vocabulary hash, byte) -> the tokens that hold it
+T = TypeVar("T")
+
+_SHARED: dict[str, dict] = {}  # vocabulary hash -> the tables built from it (once per process)
 
 
 class Spelling:
     def __init__(self, token_bytes: list[bytes | None], vocab_hash: str | None = None):
         self.token_bytes = token_bytes
         self.vocab_hash = vocab_hash
-        self._ids: dict[bytes, int] | None = None  # bytes -> token, built on first use
-        self._with: dict[int, list[int]] = {}  # byte -> the tokens that hold it
+        self._own: dict = {}  # the tables of a vocabulary without a hash
 
     def knows(self, token: int) -> bool:
         return 0 <= token < len(self.token_bytes)
@@ -31,30 +31,28 @@ class Spelling:
 
     def id_of(self, spelt: bytes) -> int | None:
         """The token that writes exactly these bytes (the lowest id where several do), or None."""
-        if self._ids is None:
-            self._ids = _TABLES.get(self.vocab_hash) if self.vocab_hash is not None else None
-            if self._ids is None:
-                self._ids = {}
-                for t, b in enumerate(self.token_bytes):
-                    if b:
-                        self._ids.setdefault(b, t)
-                if self.vocab_hash is not None:  # once per vocabulary and process, not per request
-                    _TABLES[self.vocab_hash] = self._ids
-        return self._ids.get(spelt)
+        return self._table("ids", self._ids).get(spelt)
 
     def with_byte(self, byte: int) -> list[int]:
         """The tokens whose bytes hold `byte`."""
-        key = (self.vocab_hash, byte)
-        hit = self._with.get(byte) or (_WITH.get(key) if self.vocab_hash is not None else None)
-        if hit is None:
-            hit = [t for t, b in enumerate(self.token_bytes) if b and byte in b]
-            if self.vocab_hash is not None:
-                _WITH[key] = hit
-        self._with[byte] = hit
-        return hit
+        return self._table(("with", byte), lambda: [t for t, b in enumerate(self.token_bytes) if b and byte in b])
+
+    def _ids(self) -> dict[bytes, int]:
+        ids: dict[bytes, int] = {}
+        for t, b in enumerate(self.token_bytes):
+            if b:
+                ids.setdefault(b, t)
+        return ids
+
+    def _table(self, key: Hashable, build: Callable[[], T]) -> T:
+        """A table built once per vocabulary and process, not per request (per Spelling without a hash)."""
+        tables = _SHARED.setdefault(self.vocab_hash, {}) if self.vocab_hash is not None else self._own
+        if key not in tables:
+            tables[key] = build()
+        return tables[key]
 
     def __getstate__(self) -> dict:
-        state = dict(self.__dict__, _ids=None, _with={})  # tables the other side finds or builds again
+        state = dict(self.__dict__, _own={})  # tables the other side finds or builds again
         if self.vocab_hash is not None:
             state["token_bytes"] = None
         return state

@@ -139,10 +139,10 @@ def check_columns(source: InputSource, spec: PromptSpec) -> None:
     """A CSV or Parquet input without a column the prompts read would give only error rows: exit 2."""
     if source.columns is None:
         return
-    for name in spec.fields_read():
-        if name.split(".")[0] not in source.columns:
+    for column in (name.split(".")[0] for name in spec.fields_read()):  # a dotted name's column is its first part
+        if column not in source.columns:
             how = "use a column in --template" if spec.template is not None else "name the text's column with --field"
-            raise ConfigError(f"{source.name}: no column {name.split('.')[0]!r} (its columns: "
+            raise ConfigError(f"{source.name}: no column {column!r} (its columns: "
                               f"{', '.join(source.columns) or 'none'}); {how}")
 
 

@@ -36,6 +36,7 @@ from kvx.cut_text import TextCut
 from kvx.grounding import Grounding
 from kvx.record_fields import pointer
 from kvx.code_spans import CodeGuard, CodeSpans, code_fields
+from kvx.json_cursor import JsonCursor
 from kvx.key_repeat import KeyRepeatGuard
 from kvx.repeat_guard import RepeatGuard
 from kvx.spelling import Spelling
@@ -59,7 +60,7 @@ class Attempt:
     usage: RowUsage = field(default_factory=RowUsage)
     text: str = ""  # the record's text, kept for the token guards, the channel scores and the grounding check
     hook: ChoiceHook | None = None  # its own (channel scores); None: the job's (calibration)
-    codes: CodeSpans | None = None  # its text's spans for the schema's code fields (--copy-codes)
+    codes: CodeSpans | None = None  # its text's spans for the schema's code fields, where it has some (--copy-codes)
 
 
 @dataclass
@@ -243,7 +244,8 @@ class Job:
                                       f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
         attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=text)
         if self.codes:
-            attempt.codes = CodeSpans.of(self.codes, user)
+            spans = CodeSpans.of(self.codes, user)
+            attempt.codes = spans if spans.spans else None
         attempt.usage.truncated_tokens = cut
         if cut:
             self.outcome.truncated_records += 1
@@ -283,13 +285,14 @@ class Job:
         if self._spelling is None:
             return None
         guards: list[TokenVeto] = []
+        cursor = JsonCursor(self._spelling)  # one scan of the output for the guards that read its JSON
         if self.copy_check is not None and self.settings.copy_guard:
             guards.append(CopyGuard(self.copy_check, attempt.text, self._spelling))
         if self.settings.no_repeat_ngram > 0:
             guards += [RepeatGuard(attempt.text, self.settings.no_repeat_ngram, self._spelling),
-                       KeyRepeatGuard(self._spelling)]
-        if attempt.codes is not None and attempt.codes.spans:
-            guards.append(CodeGuard(attempt.codes, self._spelling))
+                       KeyRepeatGuard(cursor)]
+        if attempt.codes is not None:
+            guards.append(CodeGuard(attempt.codes, cursor))
         return None if not guards else guards[0] if len(guards) == 1 else AnyVeto(guards)
 
     def _finish(self, result: Result) -> None:
@@ -305,7 +308,7 @@ class Job:
             value, ungrounded = self._ground(value, attempt.text)
             value = self._cut(value)
             self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
-            if attempt.codes is not None and attempt.codes.spans:
+            if attempt.codes is not None:
                 self.outcome.code_records += 1
                 self.outcome.codes_copied += attempt.codes.copied(value)
             self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage,

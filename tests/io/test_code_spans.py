@@ -6,6 +6,7 @@ import re
 from char_vocab import Spell
 
 from kvx.code_spans import CodeField, CodeGuard, CodeSpans, code_fields, spans
+from kvx.json_cursor import JsonCursor
 from kvx.record_fields import pointer
 
 CHARS = '{}":,[]. -_/\\0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'
@@ -33,7 +34,7 @@ def test_spans_fit_the_field_as_written_or_joined():
 
 def guard(text: str = TEXT) -> tuple[CodeGuard, Spell]:
     spell = Spell(CHARS)
-    return CodeGuard(CodeSpans.of(code_fields(SCHEMA), text), spell.spelling), spell
+    return CodeGuard(CodeSpans.of(code_fields(SCHEMA), text), JsonCursor(spell.spelling)), spell
 
 
 def allowed_chars(g: CodeGuard, spell: Spell, output: str) -> set[str] | None:

@@ -3,6 +3,7 @@ a comma that continues that object; everything else (other objects, strings, arr
 import pickle
 
 from char_vocab import Spell
+from kvx.json_cursor import JsonCursor
 from kvx.key_repeat import KeyRepeatGuard
 from kvx.spelling import Spelling
 
@@ -11,7 +12,7 @@ CHARS = '{}":,[] 0123456789abcdefghijklmnopqrstuvwxyz'
 
 def test_an_object_that_repeats_a_key_may_only_close():
     spell = Spell(CHARS)
-    guard = KeyRepeatGuard(spell.spelling)
+    guard = KeyRepeatGuard(JsonCursor(spell.spelling))
     repeated = '{"m":{"id":"1","id":"1"'
     assert spell.vetoed(guard, repeated, ",")
     assert not spell.vetoed(guard, repeated, "}")
@@ -24,7 +25,7 @@ def test_an_object_that_repeats_a_key_may_only_close():
     assert spell.vetoed(guard, '{"m":{"id":"1","id":{"a":1}', ",")
     assert not spell.vetoed(guard, '{"a":{"id":1},"b":{"id":1', ",")  # one key in each of two objects
     # the same answers from a guard that saw other outputs first (a kept scan, cut back)
-    fresh = KeyRepeatGuard(spell.spelling)
+    fresh = KeyRepeatGuard(JsonCursor(spell.spelling))
     assert spell.vetoed(fresh, repeated, ",") and not spell.vetoed(fresh, '{"m":{"id":"1","ix":"1"', ",")
     there = pickle.loads(pickle.dumps(guard))  # it travels to Ray replicas with its request
     assert spell.vetoed(there, repeated, ",") and not spell.vetoed(there, repeated, "}")
@@ -34,7 +35,7 @@ def test_a_token_that_ends_a_value_and_writes_the_comma_is_refused():
     chars = sorted(set(CHARS))
     tokens = [c.encode() for c in chars] + [b'","', b'1","', b'"}']
     spelling = Spelling(tokens)
-    guard = KeyRepeatGuard(spelling)
+    guard = KeyRepeatGuard(JsonCursor(spelling))
     ids = lambda text: [chars.index(c) for c in text]
     output = ids('{"id":"1","id":"1')
     assert guard.vetoes(output, len(chars))  # '","'

@@ -67,15 +67,18 @@ def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
     keywords the automaton cannot enforce (unless `options.lenient`), automata over
     `options.max_states` states per rule, and compiles that run past `deadline` (default: the
     caller's active one, else DEADLINE_S seconds from now)."""
-    if options.whitespace not in WHITESPACE_MODES:
-        raise UnsupportedSchema(f"whitespace must be one of {', '.join(WHITESPACE_MODES)}, not {options.whitespace!r}")
-    if options.extra_keys not in EXTRA_KEYS_MODES:
-        raise UnsupportedSchema(f"extra_keys must be one of {', '.join(EXTRA_KEYS_MODES)}, not {options.extra_keys!r}")
+    _check_mode("whitespace", options.whitespace, WHITESPACE_MODES)
+    _check_mode("extra_keys", options.extra_keys, EXTRA_KEYS_MODES)
     if options.max_ws < 0:
         raise UnsupportedSchema("max_ws must be >= 0")
     t0 = time.perf_counter()
     with paused_gc(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
         return _compile(schema, options, t0)
+
+
+def _check_mode(name: str, value: str, modes: tuple[str, ...]) -> None:
+    if value not in modes:
+        raise UnsupportedSchema(f"{name} must be one of {', '.join(modes)}, not {value!r}")
 
 
 @contextmanager

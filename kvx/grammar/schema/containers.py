@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.options import ExtraKeys
+from kvx.grammar.options import GrammarOptions
 from kvx.grammar.schema.applicators import Alternative
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.refs import Document
@@ -19,7 +19,7 @@ class Slots(Protocol):
     notes: Notes
     scalars: Scalars
     ws: ra.Node
-    extra_keys: ExtraKeys
+    opt: GrammarOptions
 
     def value(self, pointers: tuple, context: tuple) -> ra.Node: ...
 

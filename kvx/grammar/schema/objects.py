@@ -54,7 +54,7 @@ class ObjectBody(Body):
             m = count_keyword(node, "maxProperties", where, None)
             hi = m if hi is None or (m is not None and m < hi) else hi
         # where only other keys could reach minProperties, they stay whatever --extra-keys says
-        closed = self.s.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
+        closed = self.s.opt.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
         extra = self._extra(tuple(order) + tuple(sorted(absent - set(order))), closed)
         if closed:  # named by the piece that declares the keys (a $ref's target, not the referrer)
             self.s.notes.closed_object(next(p.ptr for p, node in zip(self.alt, self.nodes) if self._declares(node)))

@@ -41,7 +41,6 @@ class RuleBuilder:
     def __init__(self, root, options: GrammarOptions, validator_class):
         self.doc = Document(root)
         self.opt = options
-        self.extra_keys = options.extra_keys
         self.notes = Notes(self.doc, options.lenient)
         self.scalars = Scalars(self.notes, options.max_states, validator_class)
         self.apps = Applicators(self.doc, self.notes)
