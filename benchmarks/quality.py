@@ -20,6 +20,8 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
              itself (kvx before the repeat guard, kvx/repeat_guard.py)
   *-greedy, fields-channel-uncut, example-before   `--cut-text keep`: a summary the grammar cut at
              its maxLength stays cut mid-sentence (kvx before kvx/cut_text.py)
+  *-greedy, fields-channel-digits, example-before   `--no-copy-digits`: strings may hold digits
+             their text lacks (kvx before kvx/digit_guard.py)
   example-*  one worked example (`--examples benchmarks/data/complaint_example.jsonl`, an invented
              complaint): `-before` as kvx was (old prompt, greedy choices, `--no-copy-guard`),
              `-after` with the defaults
@@ -50,7 +52,7 @@ import kvx.cli.run as cli_run  # noqa: E402
 from kvx.cli.main import main as kvx_main  # noqa: E402
 from kvx.job.runtime import EngineOptions, real_runtime  # noqa: E402
 from kvx.copy_check import CopyCheck  # noqa: E402
-from quality_metrics import loops, score_company, score_enum, score_number, unfinished  # noqa: E402
+from quality_metrics import invented_digits, loops, score_company, score_enum, score_number, unfinished  # noqa: E402
 
 DATA = REPO.parent / "shared" / "eval"
 EXAMPLE = REPO / "benchmarks" / "data" / "complaint_example.jsonl"
@@ -66,12 +68,14 @@ class Run:
 KEEP = ["--ungrounded", "keep"]  # every value kept, held by the text or not
 UNGUARDED = ["--no-repeat-ngram", "0"]  # free text may loop
 UNCUT = ["--cut-text", "keep"]  # free text the grammar cut at its maxLength stays cut mid-sentence
-BEFORE = [*KEEP, *UNGUARDED, *UNCUT]  # kvx before issue 17 kept every value, let text loop, left it cut
+DIGITS = ["--no-copy-digits"]  # free text may write digits its text lacks
+BEFORE = [*KEEP, *UNGUARDED, *UNCUT, *DIGITS]  # kvx before issue 17 kept every value, let text loop, left it cut
 RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode, *(BEFORE if mode == "greedy" else [])])
         for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated", "channel")]
 RUNS += [Run("fields-channel-keep", ["--schema-style", "fields", "--choices", "channel", *KEEP]),
          Run("fields-channel-loop", ["--schema-style", "fields", "--choices", "channel", *UNGUARDED]),
          Run("fields-channel-uncut", ["--schema-style", "fields", "--choices", "channel", *UNCUT]),
+         Run("fields-channel-digits", ["--schema-style", "fields", "--choices", "channel", *DIGITS]),
          Run("example-before", ["--schema-style", "json", "--choices", "greedy", "--no-copy-guard",
                                  "--examples", str(EXAMPLE), *BEFORE], True),
          Run("example-after", ["--examples", str(EXAMPLE)], True)]
@@ -105,6 +109,7 @@ def score(run: Run, rows: list[dict], data: list[dict], schema: dict, seconds: f
             "overruled": stats["engine"].get("choices_overruling_greedy", 0),
             "ungrounded": stats["records_with_ungrounded_values"],
             "loops": sum(loops(r.get("summary"), t) for r, t in zip(records, texts)),
+            "digits": sum(invented_digits(r, t) for r, t in zip(records, texts)),
             "unfinished": sum(unfinished(r.get("summary")) for r in records)}
 
 
@@ -115,7 +120,7 @@ def print_table(results: list[dict], labels: Counter) -> None:
           f"its balanced accuracy {1 / len(labels):.1%}; company baseline (always the commonest label's name, "
           f"null never): {results[0]['company'].majority:.1%}\n")
     head = (f"{'run':20} {'ok':>7} {'product':>8} {'bal.acc':>8} {'top ans':>8} {'company':>8} {'named->name':>12} "
-            f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'not held':>8} {'loops':>6} {'unfin.':>6} {'ranked':>10} {'s':>6}")
+            f"{'unnamed->null':>14} {'amounts':>14} {'copying':>8} {'not held':>8} {'loops':>6} {'unfin.':>6} {'digits':>6} {'ranked':>10} {'s':>6}")
     print(head)
     print("-" * len(head))
     for r in results:
@@ -124,10 +129,11 @@ def print_table(results: list[dict], labels: Counter) -> None:
         copying = "-" if r["copying"] is None else f"{r['copying']}/{r['ok']}"
         print(f"{r['run']:20} {r['ok']:>3}/{r['n']:<3} {p.accuracy:>8.1%} {p.balanced:>8.1%} {p.top_share:>8.0%} "
               f"{c.accuracy:>8.1%} {c.named_right:>5}/{c.named:<3}   {c.unnamed_null:>6}/{c.unnamed:<3}    "
-              f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ungrounded']:>8} {r['loops']:>6} {r['unfinished']:>6} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
+              f"{a.grounded:>4}/{non_null:<3}in text {copying:>8} {r['ungrounded']:>8} {r['loops']:>6} {r['unfinished']:>6} {r['digits']:>6} {r['ranked']:>4}({r['overruled']:>3}) {r['seconds']:>6.0f}")
     print("\namounts: non-null disputed_amount_usd values the text holds (no amount labels in this set); "
           "not held: records with a company or amount their text does not hold (null unless kept); "
           "loops: summaries repeating a three-word phrase their text lacks; unfin.: summaries that stop mid-sentence; "
+          "digits: records whose strings hold a run of digits their text lacks; "
           "ranked: choices made by ranking (in brackets: where greedy's first token would have started another value)")
     for r in results:
         print(f"{r['run']:20} products answered: {dict(r['product'].predicted.most_common())}")

@@ -10,7 +10,10 @@
 - numbers: right within one cent; without labels, a number counts as grounded if the text holds it;
 - free text (the summary): whether it loops, repeating a phrase of three words its text lacks
   (words as letters and digits, case aside; counted on the text, whatever the tokenizer), and
-  whether it stops mid-sentence (its last character is no `.`, `!` or `?`).
+  whether it stops mid-sentence (its last character is no `.`, `!` or `?`);
+- digits: whether any string of a record holds a run of digits that no run of digits of its text
+  holds (as a part; a grouped number such as 1,200 also counts joined), as kvx/digit_guard.py reads
+  it, but over every string and written out again here.
 """
 from __future__ import annotations
 
@@ -137,3 +140,20 @@ def loops(value: str | None, text: str, n: int = 3) -> bool:
 def unfinished(value: str | None) -> bool:
     """Whether a free-text value stops mid-sentence."""
     return bool(value) and not re.search(r"[.!?][\"')\]]?\s*$", value)
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def invented_digits(record: Any, text: str) -> bool:
+    """Whether a string of the record holds a run of digits that its text does not."""
+    held = set(re.findall(r"\d+", text)) | {re.sub(r"\D", "", m) for m in re.findall(r"\d{1,3}(?:[,' ]\d{3})+", text)}
+    return any(not any(run in h for h in held) for s in _strings(record) for run in re.findall(r"\d+", s))

@@ -53,6 +53,9 @@ def extract(
     copy_codes: bool = typer.Option(JobSettings.copy_codes, "--copy-codes/--no-copy-codes", help="A nullable string field "
                                     "with a pattern (an id, a reference): once the model starts one, it writes a span of "
                                     "the record's text that fits the field, where the text has one."),
+    copy_digits: bool = typer.Option(JobSettings.copy_digits, "--copy-digits/--no-copy-digits", help="Digits in a string "
+                                     "value (a summary, a name) only as the record's text has them; fields with a pattern, "
+                                     "format or enum are left to the schema."),
     ordered: bool = typer.Option(False, help="Write rows in input order (default: as they finish)."),
     resume: bool = typer.Option(False, help="Skip ids already in the output; append the rest."),
     force: bool = typer.Option(False, "--force", help="With --resume: append even if the output was written with another schema, model or prompt."),

@@ -28,6 +28,7 @@ class ExtractArgs:
     no_repeat_ngram: int
     cut_text: str
     copy_codes: bool
+    copy_digits: bool
     ordered: bool
     resume: bool
     force: bool

@@ -95,6 +95,7 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "copy_codes": settings.copy_codes,
         "records_with_code_spans": outcome.code_records,
         "codes_copied": outcome.codes_copied,
+        "copy_digits": settings.copy_digits,
         "copy_guard": copy_guarded,
         "warnings": copy_warnings(outcome, counts.ok),
         "engine": engine,
@@ -162,7 +163,8 @@ def print_summary(stats: dict) -> None:
     if e.get("vetoed_tokens"):
         guards = [f"looping text or keys (--no-repeat-ngram {stats['no_repeat_ngram']})"] * bool(stats["no_repeat_ngram"]) \
             + ["values of --examples"] * bool(stats["copy_guard"]) \
-            + ["codes the text lacks (--copy-codes)"] * bool(stats["records_with_code_spans"])
+            + ["codes the text lacks (--copy-codes)"] * bool(stats["records_with_code_spans"]) \
+            + ["digits the text lacks (--copy-digits)"] * bool(stats["copy_digits"])
         rows.append(("tokens refused", f"{e['vetoed_tokens']:,}: {', '.join(guards)}"))
     if stats["interrupted"]:
         rows.append(("interrupted", "yes: rerun with --resume to finish"))

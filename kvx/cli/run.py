@@ -80,7 +80,7 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
                        truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard,
                        ungrounded=check_choice(a.ungrounded, Ungrounded, "ungrounded"),
                        no_repeat_ngram=a.no_repeat_ngram, cut_text=check_choice(a.cut_text, CutText, "cut_text"),
-                       copy_codes=a.copy_codes)
+                       copy_codes=a.copy_codes, copy_digits=a.copy_digits)
 
 
 def prompt_spec(a: ExtractArgs, checker: RecordChecker) -> PromptSpec:

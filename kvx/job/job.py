@@ -12,8 +12,8 @@ the job first decodes the content-free prompts that calibrate them (kvx/engine/c
 in windows of CHANNEL_WINDOW records: a window's scoring requests run, then its records.
 A record text too long for the context is cut (`--truncate`) or becomes an error row. With
 `--examples`, ok records are checked for values copied from the examples (kvx/copy_check.py).
-Greedy decodes carry token guards: no loops in free text (kvx/repeat_guard.py), and with
-`--examples` no example values (CopyGuard).
+Greedy decodes carry token guards: no loops in free text (kvx/repeat_guard.py), no digits a
+string's text lacks (kvx/digit_guard.py), and with `--examples` no example values (CopyGuard).
 Nullable free-text and number fields whose value the text lacks are set to null or kept
 (`--ungrounded`, kvx/grounding.py), and counted either way; free text the grammar cut at its
 maxLength ends at its last full sentence (`--cut-text`, kvx/cut_text.py).
@@ -36,6 +36,7 @@ from kvx.cut_text import TextCut
 from kvx.grounding import Grounding
 from kvx.record_fields import pointer
 from kvx.code_spans import CodeGuard, CodeSpans, code_fields
+from kvx.digit_guard import DigitGuard, shaped_places
 from kvx.json_cursor import JsonCursor
 from kvx.key_repeat import KeyRepeatGuard
 from kvx.repeat_guard import RepeatGuard
@@ -113,6 +114,7 @@ class Job:
         self.grounding = Grounding.of(checker.validator.schema)
         self.text_cut = TextCut.of(checker.validator.schema)
         self.codes = code_fields(checker.validator.schema) if settings.copy_codes else {}
+        self._shaped = shaped_places(checker.validator.schema)  # strings whose digits the schema shapes (--copy-digits)
         vocab = runtime.grammar.vocab if runtime.grammar is not None else None
         self._spelling = Spelling(vocab.token_bytes, vocab.hash) if vocab is not None else None  # the guards' tokens
 
@@ -232,7 +234,7 @@ class Job:
             user = self.builder.user_text(record.fields)
             ids, cut = self._fit(record, self.builder.user_ids(user))
             keep_text = (self.copy_check is not None or bool(self._channel) or bool(self.grounding.fields)
-                         or self.settings.no_repeat_ngram > 0)
+                         or self.settings.no_repeat_ngram > 0 or self.settings.copy_digits)
             text = user if keep_text else ""
         except PromptError as e:
             return self._fail(record, str(e))
@@ -280,8 +282,8 @@ class Job:
                        user_data=attempt)
 
     def _guard(self, attempt: Attempt) -> TokenVeto | None:
-        """With a grammar (whose vocabulary spells the tokens): no loops in free text or keys; with
-        --examples, no example values either."""
+        """With a grammar (whose vocabulary spells the tokens): no loops in free text or keys, no digits
+        the text lacks in a string; with --examples, no example values either."""
         if self._spelling is None:
             return None
         guards: list[TokenVeto] = []
@@ -293,6 +295,8 @@ class Job:
                        KeyRepeatGuard(cursor)]
         if attempt.codes is not None:
             guards.append(CodeGuard(attempt.codes, cursor))
+        if self.settings.copy_digits:
+            guards.append(DigitGuard(attempt.text, cursor, self._shaped))
         return None if not guards else guards[0] if len(guards) == 1 else AnyVeto(guards)
 
     def _finish(self, result: Result) -> None:

@@ -29,3 +29,4 @@ class JobSettings:
     no_repeat_ngram: int = NO_REPEAT_NGRAM  # tokens; no n-gram twice in one string (kvx/repeat_guard.py; 0 = off)
     cut_text: CutText = "sentence"  # free text cut at its maxLength ends at its last full sentence (kvx/cut_text.py)
     copy_codes: bool = True  # a string field with a pattern writes a span of its text (kvx/code_spans.py)
+    copy_digits: bool = True  # a string value's runs of digits are runs of its text (kvx/digit_guard.py)

@@ -154,3 +154,43 @@ def test_undeclared_keys_are_written_only_when_asked(tmp_path, tiny_gguf, capsys
                  "-o", str(tmp_path / "x.jsonl"), "--extra-keys", "some"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["kvx: error: --extra-keys 'some': choose one of declared, schema"]
+
+
+def first_invented_digit(value: str, text: str) -> int | None:
+    """Where value first writes a digit that makes a run of digits no run of the text holds."""
+    held = re.findall(r"\d+", text)
+    for m in re.finditer(r"\d+", value):
+        for end in range(m.start() + 1, m.end() + 1):
+            if not any(value[m.start():end] in h for h in held):
+                return end - 1
+    return None
+
+
+def test_strings_hold_only_digits_of_their_text(tmp_path, tiny_gguf):
+    """--copy-digits (the default): the random model's free text writes no run of digits its text
+    lacks; up to the token of the first digit it would have invented, the output is the unguarded run's."""
+    schema = {"type": "object", "additionalProperties": False, "required": ["note", "n"],
+              "properties": {"note": {"type": "string", "maxLength": 40}, "n": {"type": "integer"}}}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    texts = [f"order {k}{k + 7} of {3 * k} units" for k in range(10, 22)] + ["no digits here", "9 lives"]
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in enumerate(texts)])
+    notes = {}
+    for flag in ("--copy-digits", "--no-copy-digits"):
+        out = tmp_path / f"out{flag}.jsonl"
+        code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf), "-o", str(out),
+                     flag, "--choices", "greedy", "--max-tokens", "60", "--ordered", "-q", "--kv-memory", "16MiB",
+                     "--dtype", "float32", "--max-seqs", "1", "--no-repeat-ngram", "0", "--max-failures", "100"])
+        rows = read_jsonl(out)
+        assert code == 0 and all(r["status"] == "ok" for r in rows)
+        notes[flag] = [r["record"]["note"] for r in rows]
+    invented = 0
+    for guarded, plain, text in zip(notes["--copy-digits"], notes["--no-copy-digits"], texts):
+        assert first_invented_digit(guarded, text) is None, (guarded, text)
+        first = first_invented_digit(plain, text)
+        invented += first is not None
+        if first is None:
+            assert guarded == plain
+        else:  # they part at the token that writes the digit (this vocabulary's longest spells 5 bytes: <x28>)
+            parted = next(i for i, (a, b) in enumerate(zip(guarded + "\0", plain)) if a != b)
+            assert first - 5 < parted <= first, (guarded, plain)
+    assert invented >= 3  # the model invents digits by itself
