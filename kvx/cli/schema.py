@@ -63,6 +63,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     from kvx.grammar.check import schema_report
     from kvx.code_spans import code_fields
     from kvx.cut_text import TextCut
+    from kvx.digit_guard import shaped_places
     from kvx.grounding import grounded_fields
     from kvx.record_fields import pointer
 
@@ -75,7 +76,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         report = {"schema": schema_path, **schema_report(schema, tokenizer, options),
                   "grounded": sorted(map(pointer, grounded_fields(schema))),
                   "cut_at_sentence": sorted(map(pointer, TextCut.of(schema).fields)),
-                  "codes_from_text": sorted(map(pointer, code_fields(schema)))}
+                  "codes_from_text": sorted(map(pointer, code_fields(schema))),
+                  "digits_left_to_schema": sorted(map(pointer, shaped_places(schema)))}
         if context is not None:
             report.update(prompt_report(schema, tokenizer, context))
     except KvxError as err:
@@ -105,6 +107,9 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     if report["codes_from_text"]:
         print("codes written as a span of each record's text where it holds one (--copy-codes): "
               + ", ".join(report["codes_from_text"]))
+    shaped = report["digits_left_to_schema"]
+    print("digits in string values only as each record's text has them (--copy-digits)"
+          + (f", but where the schema shapes them: {', '.join(shaped)}" if shaped else ""))
     if "prompt_tokens" in report:
         print(f"prompt: {report['prompt_problem']}" if code else
               f"prompt: {report['prompt_tokens']:,} tokens shared by every record (system text + schema) "

@@ -15,6 +15,7 @@ def test_supported_schema_reports_figures(capsys, tmp_path, monkeypatch):
     assert report["grounded"] == ["/customer_name", "/order_id", "/product"]  # the nullable free-text fields
     assert report["cut_at_sentence"] == ["/customer_name", "/product", "/summary", "/tags/*"]  # bounded free text
     assert report["codes_from_text"] == ["/order_id"]  # the nullable string with a pattern
+    assert report["digits_left_to_schema"] == ["/category", "/order_id", "/priority", "/sentiment"]  # enums, a pattern
 
 
 def test_post_checked_keywords_are_said(capsys, tmp_path, monkeypatch):
