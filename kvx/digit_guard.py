@@ -25,6 +25,7 @@ DIGITS = re.compile(rb"[0-9]+")
 GROUPED = re.compile(r"\d{1,3}(?:[,' ]\d{3})+")  # 1,200 / 1'200 / 1 200: the run as written without them
 SHAPING = ("pattern", "format", "enum", "const")  # string keywords that decide what digits a value holds
 QUOTE, BACKSLASH = ord('"'), ord("\\")
+TAIL = 64  # bytes of the open string read back at a digit token (a run cut there is a part of the whole one)
 
 
 def held_runs(text: str) -> bytes:
@@ -70,6 +71,8 @@ class DigitGuard:
         if not state.in_string or state.is_key or state.place in self.shaped:
             return False
         written = self.cursor.written(state)
+        if len(written) > TAIL:  # only the string's end can hold the run a token extends (long values: no rescan)
+            written = b'"' + written[len(written) - TAIL:]
         return any(run not in self.held for run in _new_runs(written, written + self.spelling.of(token)))
 
     def allowed(self, output_ids: list[int]) -> list[int] | None:

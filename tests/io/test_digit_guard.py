@@ -79,3 +79,11 @@ def test_the_guard_follows_a_dropped_draft_and_pickles():
     assert not spell.vetoed(g, '{"summary":"order 5', "8")  # the output lost its tail: rescanned
     again = pickle.loads(pickle.dumps(g))
     assert again.vetoes(spell.ids('{"summary":"order 12'), spell.chars.index("3"))
+
+
+def test_a_long_value_is_read_at_its_end():
+    g, spell = guard()
+    filler = "word " * 40  # past the bytes the guard reads back
+    assert not spell.vetoed(g, '{"summary":"' + filler + "order 5821", "3")
+    assert spell.vetoed(g, '{"summary":"' + filler + "order 58213", "4")
+    assert spell.vetoed(g, '{"summary":"1 ' + filler + "9", "9")
