@@ -1,7 +1,7 @@
 """Extraction quality on the labelled complaints: per-field accuracy with baselines, for each way of
 prompting and of making closed choices, in one run of the default model.
 
-    .venv/bin/python benchmarks/quality.py [--limit N] [--runs NAME,...] [--long N] [--optional-product]
+    .venv/bin/python benchmarks/quality.py [--limit N] [--runs NAME,...] [--long N] [--optional-product] [--dtype float32]
 
 Each run is the real `kvx extract` path (in-process, one model and one engine shared by the runs,
 so later runs find earlier runs' prompts in the prefix cache: compare speed with
@@ -172,6 +172,9 @@ def main() -> None:
     ap.add_argument("--runs", default="", help="comma-separated run names (default: all)")
     ap.add_argument("--long", type=int, default=0, help="also N texts longer than the context, with --truncate")
     ap.add_argument("--kv-memory", default="4GiB")
+    ap.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16"],
+                    help="weights dtype; float32 makes a record depend only on its run's settings, not on "
+                         "which records share its batches (bf16 does: README, --dtype), at ~2x the time")
     ap.add_argument("--optional-product", action="store_true",
                     help="make product optional as Pydantic writes Optional[...] (anyOf of the enum and null)")
     args = ap.parse_args()
@@ -185,7 +188,8 @@ def main() -> None:
         schema_path.write_text(json.dumps(schema))
     runs = [r for r in RUNS if not args.runs or r.name in args.runs.split(",")]
 
-    runtime = real_runtime(schema, EngineOptions(kv_memory=cli_run.parse_size(args.kv_memory, "--kv-memory")))
+    runtime = real_runtime(schema, EngineOptions(kv_memory=cli_run.parse_size(args.kv_memory, "--kv-memory"),
+                                                 dtype=args.dtype))
     cli_run.build_runtime = lambda schema, opts: runtime  # one model and engine for every run
     results = []
     with tempfile.TemporaryDirectory() as tmp:
