@@ -85,7 +85,8 @@ def extract(
     args = ExtractArgs.from_options(locals())
     from kvx.cli.threads import prepare_threads
 
-    prepare_threads(args.threads)  # before torch loads: OpenMP reads its settings once
+    # before torch loads (OpenMP reads its settings once); replicas on one machine share its cores
+    prepare_threads(args.threads, shared=args.replicas > 1)
     from kvx.cli.run import run_extract
 
     raise typer.Exit(run_extract(args))

@@ -11,7 +11,7 @@ with SPIN_COUNT spins it keeps 43-84%. So before torch loads, kvx looks at its c
 QUIET_SAMPLE_S: where other processes keep BUSY_SHARE of them busy (or /proc/stat cannot be read)
 idle threads spin SPIN_COUNT times, else libgomp's default stays. The user's own OMP_WAIT_POLICY
 or GOMP_SPINCOUNT wins; a process that loaded torch before (an in-process caller) keeps what
-OpenMP read then.
+OpenMP read then; with `--replicas` above 1 (replicas on one machine share it) the spins are short.
 """
 from __future__ import annotations
 
@@ -72,15 +72,16 @@ def spin_count(busy: float | None) -> int | None:
     return SPIN_COUNT if busy is None or busy >= BUSY_SHARE else None
 
 
-def prepare_threads(threads: int | None) -> int:
+def prepare_threads(threads: int | None, shared: bool = False) -> int:
     """Set the pools up for `threads` (None: default_threads()); call before torch is imported, as
-    OpenMP reads its environment once. Returns the count used."""
+    OpenMP reads its environment once. `shared`: the cores will be shared (Ray replicas started from
+    here inherit the environment): short spins without looking. Returns the count used."""
     if threads is not None and threads < 1:
         raise ConfigError(f"--threads {threads}: must be at least 1")
     n = threads or default_threads()
     os.environ["OMP_NUM_THREADS"] = str(n)
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ and "torch" not in sys.modules:
-        spins = spin_count(busy_share())
+        spins = SPIN_COUNT if shared else spin_count(busy_share())
         if spins is not None:
             os.environ["GOMP_SPINCOUNT"] = str(spins)
     import torch

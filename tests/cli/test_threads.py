@@ -38,6 +38,9 @@ def test_the_choice_is_made_before_torch_loads_and_the_users_setting_wins():
     env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out[0] in ("None", str(SPIN_COUNT)) and out[1] == "1"
+    shared = code.replace("prepare_threads(1)", "prepare_threads(1, shared=True)")
+    out = subprocess.run([sys.executable, "-c", shared], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(SPIN_COUNT), "1"]  # replicas on one machine: short spins whatever the sample says
     env["GOMP_SPINCOUNT"] = "777"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
     assert out == ["777", "1"]
