@@ -22,6 +22,7 @@ from kvx.json_cursor import JsonCursor
 from kvx.record_fields import Place, leaf_fields
 
 DIGITS = re.compile(rb"[0-9]+")
+DIGIT_BYTES = b"0123456789"
 GROUPED = re.compile(r"\d{1,3}(?:[,' ]\d{3})+")  # 1,200 / 1'200 / 1 200: the run as written without them
 SHAPING = ("pattern", "format", "enum", "const")  # string keywords that decide what digits a value holds
 QUOTE, BACKSLASH = ord('"'), ord("\\")
@@ -56,16 +57,9 @@ class DigitGuard:
         self.shaped = shaped
         self.cursor = cursor  # the record's scan, shared with its other JSON-reading guards
         self.spelling = cursor.spelling
-        self._digits: dict[int, bool] = {}
-
-    def _has_digit(self, token: int) -> bool:
-        hit = self._digits.get(token)
-        if hit is None:
-            hit = self._digits[token] = any(48 <= b <= 57 for b in self.spelling.of(token))
-        return hit
 
     def vetoes(self, output_ids: list[int], token: int) -> bool:
-        if not self._has_digit(token):  # the hot path: most tokens hold no digit
+        if token not in self.spelling.holding_any(DIGIT_BYTES):  # the hot path: most tokens hold no digit
             return False
         state = self.cursor.at(output_ids)
         if not state.in_string or state.is_key or state.place in self.shaped:

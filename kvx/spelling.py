@@ -1,5 +1,5 @@
 """Token ids -> the bytes they write (and back), for the token vetoes a request carries
-(kvx/copy_check.py, kvx/repeat_guard.py, kvx/code_spans.py).
+(kvx/copy_check.py, kvx/repeat_guard.py, kvx/code_spans.py, kvx/digit_guard.py).
 
 Pickled with a request for a Ray replica, a Spelling carries its vocabulary's hash only (the ~49k
 byte strings stay behind): the replica compiled the same grammar, so it finds them again by hash.
@@ -36,6 +36,11 @@ class Spelling:
     def with_byte(self, byte: int) -> list[int]:
         """The tokens whose bytes hold `byte`."""
         return self._table(("with", byte), lambda: [t for t, b in enumerate(self.token_bytes) if b and byte in b])
+
+    def holding_any(self, wanted: bytes) -> frozenset[int]:
+        """The tokens whose bytes hold any of the bytes `wanted` (a guard's quick test per token)."""
+        return self._table(("any", wanted), lambda: frozenset(t for t, b in enumerate(self.token_bytes)
+                                                               if b and any(x in b for x in wanted)))
 
     def _ids(self) -> dict[bytes, int]:
         ids: dict[bytes, int] = {}

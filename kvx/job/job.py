@@ -59,7 +59,7 @@ class Attempt:
     max_tokens: int
     number: int = 0  # 0 = the greedy first try
     usage: RowUsage = field(default_factory=RowUsage)
-    text: str = ""  # the record's text, kept for the token guards, the channel scores and the grounding check
+    text: str = ""  # the record's text (its user turn), read by the token guards, the channel scores and the grounding check
     hook: ChoiceHook | None = None  # its own (channel scores); None: the job's (calibration)
     codes: CodeSpans | None = None  # its text's spans for the schema's code fields, where it has some (--copy-codes)
 
@@ -233,9 +233,6 @@ class Job:
         try:
             user = self.builder.user_text(record.fields)
             ids, cut = self._fit(record, self.builder.user_ids(user))
-            keep_text = (self.copy_check is not None or bool(self._channel) or bool(self.grounding.fields)
-                         or self.settings.no_repeat_ngram > 0 or self.settings.copy_digits)
-            text = user if keep_text else ""
         except PromptError as e:
             return self._fail(record, str(e))
         except (TypeError, ValueError, UnicodeError, RecursionError) as e:  # what a tokenizer raises on odd text
@@ -244,7 +241,7 @@ class Job:
         if room < MIN_ROOM:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
                                       f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
-        attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=text)
+        attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=user)
         if self.codes:
             spans = CodeSpans.of(self.codes, user)
             attempt.codes = spans if spans.spans else None
