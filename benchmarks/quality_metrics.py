@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from kvx.copy_check import CENT, text_numbers
+from kvx.copy_check import CENT, leaves, text_numbers
 
 LEGAL_WORDS = {"inc", "llc", "corp", "corporation", "company", "co", "na", "n", "a", "national", "association",
                "holdings", "intermediate", "group", "the", "plc", "ltd", "lp", "fsb"}
@@ -142,18 +142,7 @@ def unfinished(value: str | None) -> bool:
     return bool(value) and not re.search(r"[.!?][\"')\]]?\s*$", value)
 
 
-def _strings(value: Any):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-
-
 def invented_digits(record: Any, text: str) -> bool:
     """Whether a string of the record holds a run of digits that its text does not."""
     held = set(re.findall(r"\d+", text)) | {re.sub(r"\D", "", m) for m in re.findall(r"\d{1,3}(?:[,' ]\d{3})+", text)}
-    return any(not any(run in h for h in held) for s in _strings(record) for run in re.findall(r"\d+", s))
+    return any(not any(run in h for h in held) for _, s in leaves(record) if isinstance(s, str) for run in re.findall(r"\d+", s))
