@@ -11,6 +11,7 @@ from functools import lru_cache
 
 from kvx.grammar import cache as _cache
 from kvx.grammar.automata import deadline as deadlines
+from kvx.grammar.automata import graph_kernels
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.errors import TooLarge, too_large
 from kvx.grammar.options import GrammarOptions
@@ -48,9 +49,12 @@ class Grammar:
 
 @lru_cache(maxsize=1)
 def _warm_compiler() -> None:
-    """Once per process: imports (jsonschema, the pattern parser, formats)."""
+    """Once per process: imports (jsonschema, the pattern parser, formats) and the compiled graph
+    kernels (loaded from numba's disk cache)."""
     from kvx.grammar.schema import formats, regex_parse  # noqa: F401
     from kvx.grammar.schema.compiler import compile_program  # noqa: F401
+
+    graph_kernels.kernels()
 
 
 def compile_schema(

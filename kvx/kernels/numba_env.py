@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 
-import torch
-
 from kvx.paths import cache_root
 
 _threads_set = 0
@@ -28,6 +26,8 @@ def import_numba():
 
 
 def sync_threads(numba) -> None:
+    import torch  # here: the grammar's kernels import this module without needing torch
+
     global _threads_set
     want = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
     if want != _threads_set:

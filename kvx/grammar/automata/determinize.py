@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.nfa import NFA, build_nfa
@@ -198,6 +198,11 @@ def _is_congruence(trans: np.ndarray, accepting: np.ndarray, block: np.ndarray) 
 def minimise(trans: np.ndarray, accepting: np.ndarray, start: int = 0):
     """Moore partition refinement on a trimmed DFA; returns (trans, accepting, start) renumbered
     in breadth-first order from the start state (start = 0)."""
+    compiled = graph_kernels.kernels() if trans.shape[0] <= graph_kernels.MOORE_UP_TO else None
+    if compiled is not None:
+        out, acc = compiled.moore(np.ascontiguousarray(trans, dtype=np.int32), np.asarray(accepting, dtype=bool),
+                                  int(start))
+        return out, acc, 0
     n = trans.shape[0]
     block = _refine(trans, accepting, _hashed_ids)
     if not _is_congruence(trans, accepting, block):  # a hash collision: redo exactly

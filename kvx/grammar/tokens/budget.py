@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata.cdfa import neighbours
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.vocab import TokenVocab
@@ -42,6 +42,13 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     """Fewest bytes (each from `usable`) from every state to the end of its rule; INF if none."""
     n = program.num_states
     reps = _class_reps(program, usable)
+    compiled = graph_kernels.kernels()
+    if compiled is not None:  # Dijkstra, O(edges log edges): no deadline to look at
+        call_src = np.repeat(np.arange(n, dtype=np.int64), np.diff(program.call_ptr))
+        return compiled.distances(np.ascontiguousarray(program.trans, dtype=np.int32), reps.astype(np.int64),
+                                  np.asarray(program.final, dtype=bool), call_src,
+                                  program.rule_start[program.call_rule].astype(np.int64),
+                                  program.call_ret.astype(np.int64), int(INF))
     flat = program.trans[:, reps].ravel()
     live = np.flatnonzero(flat >= 0)  # most (state, class) pairs are dead: no [n x classes] source array
     dst, src = flat[live].astype(np.int64), live // max(len(reps), 1)

@@ -1,0 +1,78 @@
+"""The compiled graph kernels (numba) give what the numpy versions give: the same reachable states,
+the same minimal tables (state for state, both number breadth-first), the same byte distances."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kvx.grammar import GrammarOptions
+from kvx.grammar.automata import cdfa, determinize, graph_kernels
+from kvx.grammar.schema.compiler import compile_program
+from kvx.grammar.tokens import budget
+
+pytestmark = pytest.mark.skipif(graph_kernels.kernels() is None, reason="numba cannot compile here")
+
+
+@pytest.fixture
+def numpy_only(monkeypatch):
+    """Run a body with the compiled kernels switched off (the numpy versions)."""
+    def run(fn, *args):
+        with monkeypatch.context() as m:
+            m.setattr(graph_kernels, "kernels", lambda: None)
+            return fn(*args)
+    return run
+
+
+def _random_dfa(rng, n, k):
+    trans = rng.integers(-1, n, size=(n, k)).astype(np.int32)
+    # many equal rows and chains, so blocks merge and split over several rounds
+    for s in range(0, n - 1, 3):
+        trans[s] = trans[s + 1]
+    return trans, rng.random(n) < 0.3
+
+
+def test_moore_matches_numpy_rounds(numpy_only):
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+        trans, acc = _random_dfa(rng, n, k)
+        start = int(rng.integers(0, n))
+        want = numpy_only(determinize.minimise, trans, acc, start)
+        got = determinize.minimise(trans, acc, start)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and got[2] == want[2] == 0
+
+
+def test_moore_merges_equivalent_states():
+    # 0 -a-> 1, 0 -b-> 2, 1 and 2 accept and die: one accepting state after minimisation
+    trans = np.array([[1, 2], [-1, -1], [-1, -1]], dtype=np.int32)
+    out, acc, start = determinize.minimise(trans, np.array([False, True, True]), 0)
+    assert out.tolist() == [[1, 1], [-1, -1]] and acc.tolist() == [False, True] and start == 0
+
+
+def test_reach_matches_numpy_search(numpy_only):
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 80))
+        src, dst = rng.integers(0, n, 2 * n), rng.integers(0, n, 2 * n)
+        seeds = rng.integers(0, n, int(rng.integers(0, 3)))
+        assert np.array_equal(cdfa.reach(n, src, dst, seeds), numpy_only(cdfa.reach, n, src, dst, seeds))
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"type": "string", "maxLength": 5}, "b": {"type": "integer"}},
+     "required": ["a"]},
+    {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "number"},
+                                                          "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                        "required": ["v", "kids"]}},
+     "$ref": "#/$defs/node"},
+    {"anyOf": [{"type": "array", "items": {"type": "array", "minItems": 2}, "minItems": 1},
+               {"type": "object", "required": ["x", "y"]}]},
+])
+def test_byte_distances_match_numpy_levels(schema, numpy_only):
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    usable = np.ones(256, dtype=bool)
+    usable[[0x22, 0x5C]] = False  # bytes left out change the shortest paths
+    for allowed in (np.ones(256, dtype=bool), usable):
+        want = numpy_only(budget.byte_distances, program, allowed)
+        got = budget.byte_distances(program, allowed)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
