@@ -9,6 +9,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from kvx.grammar.automata import regex_ast as ra
 from kvx.paths import cache_root
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -48,3 +49,19 @@ def tiny_sentencepiece():
     tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
                                      decoders.Fuse(), decoders.Strip(" ", 1, 0)])
     return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>")
+
+
+def random_regex(rng, depth=0):
+    """A random regex AST over a few byte classes: sequences, alternatives, bounded and open repeats."""
+    leaf = lambda: ra.chars(rng.choice(["a", "b", "ab", "c"]))
+    if depth > 3:
+        return leaf()
+    k = rng.randrange(5)
+    if k == 0:
+        return leaf()
+    if k == 1:
+        return ra.seq(random_regex(rng, depth + 1), random_regex(rng, depth + 1))
+    if k == 2:
+        return ra.alt(random_regex(rng, depth + 1), random_regex(rng, depth + 1))
+    lo = rng.randrange(3)
+    return ra.rep(random_regex(rng, depth + 1), lo, rng.choice([None, lo, lo + 2]))

@@ -18,6 +18,7 @@ from kvx.grammar.automata.determinize import compile_node, minimise, subset_cons
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.options import GrammarOptions
 from kvx.grammar.automata.nfa import build_nfa
+from grammar_fixtures import random_regex
 from kvx.grammar.schema.regex_parse import pattern_ast
 
 pytestmark = pytest.mark.timeout(120)
@@ -132,25 +133,10 @@ def test_formats(fmt):
         assert not dfa.accepts(json.dumps(s).encode()), s
 
 
-def _random_regex(rng, depth=0):
-    leaf = lambda: ra.chars(rng.choice(["a", "b", "ab", "c"]))
-    if depth > 3:
-        return leaf()
-    k = rng.randrange(5)
-    if k == 0:
-        return leaf()
-    if k == 1:
-        return ra.seq(_random_regex(rng, depth + 1), _random_regex(rng, depth + 1))
-    if k == 2:
-        return ra.alt(_random_regex(rng, depth + 1), _random_regex(rng, depth + 1))
-    lo = rng.randrange(3)
-    return ra.rep(_random_regex(rng, depth + 1), lo, rng.choice([None, lo, lo + 2]))
-
-
 def test_minimisation_preserves_language():
     rng = random.Random(7)
     for _ in range(40):
-        node = _random_regex(rng)
+        node = random_regex(rng)
         trans, acc, cob = subset_construction(build_nfa(node))
         full = lambda s: (lambda st: st >= 0 and acc[st])(_run(trans, cob, s))
         small = compile_node(node)
@@ -280,9 +266,9 @@ def test_fast_compile_matches_nfa_route():
 
     rng = random.Random(23)
     for _ in range(150):
-        node = _random_regex(rng)
+        node = random_regex(rng)
         if rng.random() < 0.3:  # literal chains and embedded DFAs inside a sequence
-            inner = compile_node(_random_regex(rng))
+            inner = compile_node(random_regex(rng))
             node = ra.seq(ra.lit("ab"), node, ra.Embed(inner) if inner is not None else ra.EMPTY, ra.lit("c"))
         ref, fast = compile_node(node), fast_compile(node)
         assert (ref is None) == (fast is None)

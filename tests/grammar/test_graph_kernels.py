@@ -1,12 +1,17 @@
 """The compiled graph kernels (numba) give what the numpy versions give: the same reachable states,
-the same minimal tables (state for state, both number breadth-first), the same byte distances."""
+the same minimal tables (state for state, both number breadth-first), the same byte distances, and
+composed automata of the same language and size (the subset states may be numbered otherwise)."""
 from __future__ import annotations
+
+import random
 
 import numpy as np
 import pytest
+from grammar_fixtures import random_regex
 
 from kvx.grammar import GrammarOptions
-from kvx.grammar.automata import cdfa, determinize, graph_kernels
+from kvx.grammar.automata import cdfa, compose, determinize, graph_kernels
+from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.schema.compiler import compile_program
 from kvx.grammar.tokens import budget
 
@@ -76,3 +81,40 @@ def test_byte_distances_match_numpy_levels(schema, numpy_only):
         want = numpy_only(budget.byte_distances, program, allowed)
         got = budget.byte_distances(program, allowed)
         assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def _canonical(dfa):
+    """Minimal table of a DFA's language, numbered breadth-first (equal languages, equal tables)."""
+    if dfa is None:
+        return None
+    trans, acc, _ = determinize.minimise(dfa.trans, dfa.accepting, dfa.start)
+    return trans.tolist(), acc.tolist()
+
+
+def test_composed_automata_match_numpy_subsets(numpy_only):
+    rng = random.Random(11)
+    keys = [ra.lit(k) for k in ('"a"', '"ab"', '"abc"', '"b"')]
+    for i in range(300):
+        if i % 2:  # object-like: key literals sharing prefixes, each followed by a random value
+            node = ra.seq(ra.lit("{"), ra.rep(ra.alt(*(ra.seq(k, ra.lit(":"), random_regex(rng)) for k in keys)), 0, 3),
+                          ra.lit("}"))
+        else:
+            node = random_regex(rng)
+        want = numpy_only(compose.fast_compile, node)
+        got = compose.fast_compile(node)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got.num_states == want.num_states
+            assert _canonical(got) == _canonical(want)
+
+
+def test_schema_programs_match_numpy_subsets(numpy_only):
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, "idx": {"type": "string", "maxLength": 3},
+                                               "tags": {"type": "array", "items": {"enum": ["a", "ab", "abc"]}}},
+              "required": ["id"]}
+    want = numpy_only(compile_program, schema, GrammarOptions(extra_keys="schema")).program
+    got = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    assert got.num_states == want.num_states and got.num_rules == want.num_rules
+    for text in ['{"id":1}', '{"idx":"ab","id":2}', '{"id":3,"tags":["ab","abc"]}', '{"id":1,"x":{"y":[1]}}',
+                 '{"id":1,"idx":"abcd"}', '{"tags":["a"]}', '{"id":1,"tags":["b"]}']:
+        assert got.accepts(text.encode()) == want.accepts(text.encode()), text

@@ -9,8 +9,9 @@ labelled edge gets its own copy of its label's DFA, and an accepting state of a 
 network only needs real subset states where several copies are live at once (a few key prefixes
 and value ends): every other state is a singleton whose row is the copy's own row, moved with
 numpy. Bounded repetitions of a one-character automaton use `dfa_ops.repeat` (counter copies).
-Subset states are worked out a batch at a time (`_subset_rows`: one numpy pass over the rows of
-all their members; Python only for the cells where members disagree, once per distinct target set).
+Subset states are worked out by a compiled loop (graph_kernels._subsets) or, without numba, a batch
+at a time (`_subset_rows`: one numpy pass over the rows of all their members; Python only for the
+cells where members disagree, once per distinct target set).
 
 The result is exact (same language as `determinize.compile_node`) and trimmed; small results
 are minimised, large ones are left as composed (components are minimal, so few equivalent states
@@ -22,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import (CDFA, column_classes, compact, empty_word, is_prefix_char, repeat_char, row_groups,
                                        single_class, trim)
@@ -276,6 +277,94 @@ class Composer:
         rows[b_idx[heads], k_idx[heads]] = new
         return rows
 
+    def _subsets_numpy(self, trans, copy_acc, target_node, node_closure, entry0: frozenset, final0: bool):
+        """The subset construction over the copies' states, a batch of subset states per numpy pass
+        (_subset_rows). Returns (trans, accepting, start) with the subset states after the copies'."""
+        total = len(copy_acc)
+        # non-plain states: accepting in their copy, with something to continue into
+        is_closure, fin, closure, merged, clashing = self._closures(trans, copy_acc, target_node, node_closure)
+        ids: dict[tuple, int] = {}
+        extra_rows: list[np.ndarray] = []
+        extra_acc: list[bool] = []
+        todo: list[tuple[int, frozenset]] = [(q, closure(q)) for q in clashing]
+
+        def id_of(members: frozenset, acc: bool) -> int:
+            if len(members) == 1:
+                (q,) = members
+                if not is_closure[q] and bool(fin[q]) == acc:
+                    return q
+            key = (members, acc)
+            j = ids.get(key)
+            if j is None:
+                for q in members:  # the members of a closure state: that state itself
+                    if is_closure[q] and bool(fin[q]) == acc and closure(q) == members:
+                        ids[key] = q
+                        return q
+                j = ids[key] = total + len(extra_rows)
+                extra_rows.append(None)
+                extra_acc.append(acc)
+                todo.append((j, members))
+                if total + len(extra_rows) > 8 * self.max_states:
+                    raise TooLarge(f"more than {self.max_states} DFA states")
+            return j
+
+        start = id_of(entry0, final0 or bool(fin[list(entry0)].any()))
+        rows_for: dict[int, np.ndarray] = {}
+        fin_list = fin.tolist()
+        by_targets: dict[tuple, int] = {}  # the subset state a set of targets leads to
+
+        def successor(targets: tuple) -> int:
+            hit = by_targets.get(targets)
+            if hit is None:
+                union: set = set()
+                for t in targets:
+                    union |= closure(t)
+                hit = by_targets[targets] = id_of(frozenset(union), any(fin_list[t] for t in targets))
+            return hit
+
+        while todo:
+            size, rows_in = 0, 0
+            while size < len(todo) and rows_in < SUBSET_BATCH:
+                rows_in += len(todo[size][1])
+                size += 1
+            batch = todo[:size]
+            del todo[:size]
+            for (j, _), row in zip(batch, self._subset_rows(trans, [sorted(m) for _, m in batch], successor)):
+                if j < total:
+                    rows_for[j] = row
+                else:
+                    extra_rows[j - total] = row
+        if rows_for:
+            keys = np.fromiter(rows_for.keys(), dtype=np.int64, count=len(rows_for))
+            trans[keys] = np.stack(list(rows_for.values()))
+        trans[merged[0]] = merged[1]
+        accepting = fin.copy()
+        if extra_rows:
+            trans = np.concatenate([trans, np.stack(extra_rows)])
+            accepting = np.concatenate([accepting, np.array(extra_acc, dtype=bool)])
+        return trans, accepting, start
+
+    def _subsets_compiled(self, trans, copy_acc, target_node, node_closure, entry0: frozenset, final0: bool):
+        """The same construction as _subsets_numpy, compiled (graph_kernels._subsets): the same
+        states, numbered in the order it meets them."""
+        acc_states = np.flatnonzero(copy_acc)
+        nodes, which = np.unique(target_node[acc_states], return_inverse=True)
+        info = [node_closure(int(u)) for u in nodes]
+        entry_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
+        entry_ptr[1:] = np.cumsum([len(e) for e, _ in info])
+        entry_states = np.fromiter((q for e, _ in info for q in sorted(e)), dtype=np.int64, count=int(entry_ptr[-1]))
+        node_of = np.full(len(copy_acc), -1, dtype=np.int64)
+        node_of[acc_states] = which
+        node_fin = np.array([f for _, f in info], dtype=bool)
+        status, trans, accepting, start = graph_kernels.kernels().subsets(
+            np.ascontiguousarray(trans), copy_acc, node_of, entry_ptr, entry_states, node_fin, np.array(sorted(entry0), dtype=np.int64),
+            bool(final0), 8 * self.max_states)
+        if status == -2:
+            deadline.check()
+        if status < 0:
+            raise TooLarge(f"more than {self.max_states} DFA states")
+        return trans, accepting, int(start)
+
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
         deadline.check()
@@ -376,70 +465,12 @@ class Composer:
                          -1).astype(np.int32)
         copy_acc = np.concatenate(accs)
         target_node = np.repeat(np.array([b for _, b, _ in copies], dtype=np.int64), sizes_a)
-        # non-plain states: accepting in their copy, with something to continue into
-        is_closure, fin, closure, merged, clashing = self._closures(trans, copy_acc, target_node, node_closure)
-        ids: dict[tuple, int] = {}
-        extra_rows: list[np.ndarray] = []
-        extra_acc: list[bool] = []
-        todo: list[tuple[int, frozenset]] = [(q, closure(q)) for q in clashing]
-
-        def id_of(members: frozenset, acc: bool) -> int:
-            if len(members) == 1:
-                (q,) = members
-                if not is_closure[q] and bool(fin[q]) == acc:
-                    return q
-            key = (members, acc)
-            j = ids.get(key)
-            if j is None:
-                for q in members:  # the members of a closure state: that state itself
-                    if is_closure[q] and bool(fin[q]) == acc and closure(q) == members:
-                        ids[key] = q
-                        return q
-                j = ids[key] = total + len(extra_rows)
-                extra_rows.append(None)
-                extra_acc.append(acc)
-                todo.append((j, members))
-                if total + len(extra_rows) > 8 * self.max_states:
-                    raise TooLarge(f"more than {self.max_states} DFA states")
-            return j
-
         entry0, final0 = node_closure(0)
         if not entry0:
             return empty_word() if final0 else None
-        start = id_of(entry0, final0 or bool(fin[list(entry0)].any()))
-        rows_for: dict[int, np.ndarray] = {}
-        fin_list = fin.tolist()
-        by_targets: dict[tuple, int] = {}  # the subset state a set of targets leads to
-
-        def successor(targets: tuple) -> int:
-            hit = by_targets.get(targets)
-            if hit is None:
-                union: set = set()
-                for t in targets:
-                    union |= closure(t)
-                hit = by_targets[targets] = id_of(frozenset(union), any(fin_list[t] for t in targets))
-            return hit
-
-        while todo:
-            size, rows_in = 0, 0
-            while size < len(todo) and rows_in < SUBSET_BATCH:
-                rows_in += len(todo[size][1])
-                size += 1
-            batch = todo[:size]
-            del todo[:size]
-            for (j, _), row in zip(batch, self._subset_rows(trans, [sorted(m) for _, m in batch], successor)):
-                if j < total:
-                    rows_for[j] = row
-                else:
-                    extra_rows[j - total] = row
-        if rows_for:
-            keys = np.fromiter(rows_for.keys(), dtype=np.int64, count=len(rows_for))
-            trans[keys] = np.stack(list(rows_for.values()))
-        trans[merged[0]] = merged[1]
-        accepting = fin.copy()
-        if extra_rows:
-            trans = np.concatenate([trans, np.stack(extra_rows)])
-            accepting = np.concatenate([accepting, np.array(extra_acc, dtype=bool)])
+        compiled = graph_kernels.kernels()
+        subsets = self._subsets_compiled if compiled is not None else self._subsets_numpy
+        trans, accepting, start = subsets(trans, copy_acc, target_node, node_closure, entry0, final0)
         # every copy is trimmed, so a state is dead only if its copy leads to a dead node
         preds = [[] for _ in range(num_nodes)]
         for u in range(num_nodes):
