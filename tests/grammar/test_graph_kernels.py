@@ -118,3 +118,20 @@ def test_schema_programs_match_numpy_subsets(numpy_only):
     for text in ['{"id":1}', '{"idx":"ab","id":2}', '{"id":3,"tags":["ab","abc"]}', '{"id":1,"x":{"y":[1]}}',
                  '{"id":1,"idx":"abcd"}', '{"tags":["a"]}', '{"id":1,"tags":["b"]}']:
         assert got.accepts(text.encode()) == want.accepts(text.encode()), text
+
+
+def test_call_edges_and_spread_match_numpy():
+    from kvx.grammar.automata import pda
+    from kvx.grammar.automata.cdfa import compact
+
+    body = ra.seq(ra.lit("["), ra.opt(ra.seq(pda.call_symbol(3), ra.star(ra.seq(ra.lit(","), ra.alt(
+        pda.call_symbol(300), pda.call_symbol(5), ra.lit("0")))))), ra.lit("]"))
+    c = compact(compose.fast_compile(body))
+    table, call = np.ascontiguousarray(c.trans, dtype=np.int32), int(c.cob[pda.CALL_BYTE])
+    want_edges, want_spelling = pda._call_edges(table, c.cob, call)
+    edges, spelled = graph_kernels.kernels().call_edges(table, c.cob.astype(np.int64), call)
+    assert edges.tolist() == [list(e) for e in want_edges] and sorted({e[1] for e in want_edges}) == [3, 5, 300]
+    assert set(np.flatnonzero(spelled).tolist()) == want_spelling
+    out = np.empty((len(table), 256), dtype=np.int32)
+    graph_kernels.kernels().spread(table, c.cob.astype(np.int64), 7, out)
+    assert np.array_equal(out, np.where(table >= 0, table + 7, -1)[:, c.cob])

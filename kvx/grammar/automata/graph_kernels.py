@@ -1,5 +1,5 @@
-"""The automata's graph loops compiled with numba: reachability, Moore minimisation, byte distances
-and the composer's subset construction.
+"""The automata's graph loops compiled with numba: reachability, Moore minimisation, byte distances,
+the composer's subset construction and `link`'s reading of call edges and spreading of rows.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing
@@ -37,6 +37,8 @@ class GraphKernels(NamedTuple):
     moore: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
     distances: object  # (trans, reps, final, call_src, call_start, call_ret, inf) -> [n] int32
     subsets: object  # compose's subset construction: see _subsets
+    call_edges: object  # (table, cob, call) -> (edges [m, 3], spelling states [n] bool): pda._body
+    spread: object  # (table, classes, offset, out [n, 256]) -> None: pda._concatenate
 
 
 @functools.cache
@@ -45,7 +47,7 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(_reach, _moore, _distances, _subsets)
+        built = GraphKernels(_reach, _moore, _distances, _subsets, _call_edges, _spread)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -61,6 +63,8 @@ def _warm(k: GraphKernels) -> None:
                 np.zeros(0, i64), np.zeros(0, i64), np.zeros(0, i64), 1 << 30)
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
               np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16)
+    k.call_edges(np.array([[1], [-1]], i32), np.zeros(256, i64), 0)
+    k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
 
 
 @_jit
@@ -481,3 +485,53 @@ def _subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_
         else:
             extra[j - total] = row
     return 0, np.concatenate((out, extra[:n_extra])), np.concatenate((fin, extra_acc[:n_extra])), start
+
+
+@_jit
+def _call_edges(table, cob, call):  # pragma: no cover - compiled
+    """pda._body's reading of call spellings (0xFF, hi, lo): the edges (state, rule, return state) in
+    the order of states, then classes, then bytes; and the states that only spell them."""
+    n, k = table.shape
+    starts = np.zeros(k + 1, np.int64)  # the bytes of each class, ascending
+    for b in range(256):
+        starts[cob[b] + 1] += 1
+    for c in range(k):
+        starts[c + 1] += starts[c]
+    fill = starts[:-1].copy()
+    members = np.empty(256, np.int64)
+    for b in range(256):
+        members[fill[cob[b]]] = b
+        fill[cob[b]] += 1
+    spelling = np.zeros(n, np.bool_)
+    edges = [(np.int64(0), np.int64(0), np.int64(0))]
+    edges.clear()
+    for s in range(n):
+        m1 = table[s, call]
+        if m1 < 0:
+            continue
+        spelling[m1] = True
+        for k1 in range(k):
+            m2 = table[m1, k1]
+            if m2 < 0:
+                continue
+            spelling[m2] = True
+            for k2 in range(k):
+                ret = table[m2, k2]
+                if ret < 0:
+                    continue
+                for i in range(starts[k1], starts[k1 + 1]):
+                    for j in range(starts[k2], starts[k2 + 1]):
+                        edges.append((np.int64(s), members[i] * 255 + members[j], np.int64(ret)))
+    out = np.empty((len(edges), 3), np.int64)
+    for i in range(len(edges)):
+        out[i, 0], out[i, 1], out[i, 2] = edges[i]
+    return out, spelling
+
+
+@_jit
+def _spread(table, classes, offset, out):  # pragma: no cover - compiled
+    """out[s, b] = table[s, classes[b]] + offset (-1 stays -1): a rule body's rows in the program."""
+    for s in range(table.shape[0]):
+        for b in range(256):
+            t = table[s, classes[b]]
+            out[s, b] = t + offset if t >= 0 else -1

@@ -25,7 +25,7 @@ from functools import cached_property
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import CDFA, reach, row_groups
 from kvx.grammar.errors import TooLarge
@@ -142,21 +142,16 @@ class _Body:
 def _body(c: CDFA) -> _Body:
     """Read the call spellings (0xFF, hi, lo) of a composed rule body back out as edges, and drop
     the states that only spelled them."""
-    table = c.trans.astype(np.int32, copy=True)
+    table = np.ascontiguousarray(c.trans, dtype=np.int32).copy()
     call = int(c.cob[CALL_BYTE])  # a class of its own when there are calls: no real byte moves with it
-    bytes_of = lambda k: np.flatnonzero(c.cob == k).tolist()
-    edges, spelling = [], set()
-    for s in np.flatnonzero(table[:, call] >= 0).tolist():
-        m1 = int(table[s, call])
-        spelling.add(m1)
-        for k1 in np.flatnonzero(table[m1] >= 0).tolist():
-            m2 = int(table[m1, k1])
-            spelling.add(m2)
-            for k2 in np.flatnonzero(table[m2] >= 0).tolist():
-                ret = int(table[m2, k2])
-                edges += [(s, hi * 255 + lo, ret) for hi in bytes_of(k1) for lo in bytes_of(k2)]
+    compiled = graph_kernels.kernels()
+    if compiled is not None:
+        edges, spelled = compiled.call_edges(table, np.ascontiguousarray(c.cob, dtype=np.int64), call)
+        spelling = np.flatnonzero(spelled).tolist()
+    else:
+        edges, spelling = _call_edges(table, c.cob, call)
     body = _Body(table, c.accepting.astype(bool), int(c.start), c.cob.astype(np.int64),
-                 np.array(edges, dtype=np.int64).reshape(-1, 3))
+                 np.asarray(edges, dtype=np.int64).reshape(-1, 3))
     if spelling:
         table[:, call] = -1
         rows = np.ones(len(table), dtype=bool)
@@ -167,6 +162,22 @@ def _body(c: CDFA) -> _Body:
         entered[body.edges[:, 2]] = True
         body = _keep(body, entered[:-1] | rows)
     return body
+
+
+def _call_edges(table: np.ndarray, cob: np.ndarray, call: int) -> tuple[list, set]:
+    """Without numba: graph_kernels._call_edges (the same edges in the same order)."""
+    bytes_of = lambda k: np.flatnonzero(cob == k).tolist()
+    edges, spelling = [], set()
+    for s in np.flatnonzero(table[:, call] >= 0).tolist():
+        m1 = int(table[s, call])
+        spelling.add(m1)
+        for k1 in np.flatnonzero(table[m1] >= 0).tolist():
+            m2 = int(table[m1, k1])
+            spelling.add(m2)
+            for k2 in np.flatnonzero(table[m2] >= 0).tolist():
+                ret = int(table[m2, k2])
+                edges += [(s, hi * 255 + lo, ret) for hi in bytes_of(k1) for lo in bytes_of(k2)]
+    return edges, spelling
 
 
 def _keep(b: _Body, keep: np.ndarray) -> _Body:
@@ -257,7 +268,11 @@ def _concatenate(bodies: list) -> Program:
     present = [(r, b) for r, b in enumerate(bodies) if b is not None]
     _, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
     trans = np.empty((int(offsets[-1]), 256), dtype=np.int32)
+    compiled = graph_kernels.kernels()
     for r, b in present:  # each body's rows straight into place, its classes spread over the bytes
+        if compiled is not None:
+            compiled.spread(b.table, b.classes, int(offsets[r]), trans[offsets[r] : offsets[r + 1]])
+            continue
         t = np.where(b.table >= 0, b.table + offsets[r], -1).astype(np.int32)
         np.take(t, b.classes, axis=1, out=trans[offsets[r] : offsets[r + 1]])
     final = np.concatenate([b.final for _, b in present])
