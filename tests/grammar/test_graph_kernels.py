@@ -135,3 +135,18 @@ def test_call_edges_and_spread_match_numpy():
     out = np.empty((len(table), 256), dtype=np.int32)
     graph_kernels.kernels().spread(table, c.cob.astype(np.int64), 7, out)
     assert np.array_equal(out, np.where(table >= 0, table + 7, -1)[:, c.cob])
+
+
+def test_subset_loop_stops_at_the_deadline():
+    """The compiled subset loop looks at the compile's deadline every 1,024 states: past it, it stops
+    (status -2, which the composer turns into its deadline refusal); without one it finishes."""
+    from kvx.grammar.automata import deadline
+
+    n = 3000  # closure states, each one state of work
+    trans = np.full((n, 1), -1, np.int32)
+    trans[:-1, 0] = np.arange(1, n, dtype=np.int32)
+    args = (trans, np.ones(n, np.bool_), np.zeros(n, np.int64), np.array([0, 1], np.int64), np.array([n - 1], np.int64),
+            np.array([True]), np.array([0], np.int64), False, 4 * n)
+    assert graph_kernels.kernels().subsets(*args)[0] == 0
+    with deadline.within(deadline.Deadline(-1.0)):
+        assert graph_kernels.kernels().subsets(*args)[0] == -2
