@@ -150,3 +150,15 @@ def test_subset_loop_stops_at_the_deadline():
     assert graph_kernels.kernels().subsets(*args)[0] == 0
     with deadline.within(deadline.Deadline(-1.0)):
         assert graph_kernels.kernels().subsets(*args)[0] == -2
+
+
+def test_column_classes_match_numpy(numpy_only):
+    rng = np.random.default_rng(5)
+    for _ in range(100):
+        rows = int(rng.integers(1, 30))
+        base = rng.integers(-1, 4, size=(rows, int(rng.integers(1, 12))))
+        mat = base[:, rng.integers(0, base.shape[1], 256)]  # many identical columns
+        for dtype in (np.int32, np.int64):
+            want = numpy_only(cdfa.column_classes, mat.astype(dtype))
+            got = cdfa.column_classes(mat.astype(dtype))
+            assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -79,6 +79,9 @@ def row_groups(mat: np.ndarray):
 
 def column_classes(trans: np.ndarray):
     """(first byte of each class, class_of_byte) for the identical columns of `trans`."""
+    compiled = graph_kernels.kernels()
+    if compiled is not None and trans.dtype in (np.int32, np.int64):
+        return compiled.column_classes(np.ascontiguousarray(trans))
     first, inverse = row_groups(trans.T)
     order = np.argsort(first)  # classes numbered by their first byte
     rank = np.empty_like(order)

@@ -1,5 +1,5 @@
 """The automata's graph loops compiled with numba: reachability, Moore minimisation, byte distances,
-the composer's subset construction and `link`'s reading of call edges and spreading of rows.
+the composer's subset construction, byte classes, and `link`'s reading of call edges and spreading of rows.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing
@@ -39,6 +39,7 @@ class GraphKernels(NamedTuple):
     subsets: object  # compose's subset construction: see _subsets
     call_edges: object  # (table, cob, call) -> (edges [m, 3], spelling states [n] bool): pda._body
     spread: object  # (table, classes, offset, out [n, 256]) -> None: pda._concatenate
+    column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
 
 
 @functools.cache
@@ -47,7 +48,7 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(_reach, _moore, _distances, _subsets, _call_edges, _spread)
+        built = GraphKernels(_reach, _moore, _distances, _subsets, _call_edges, _spread, _column_classes)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -66,6 +67,8 @@ def _warm(k: GraphKernels) -> None:
     _deadline_passed_once(k)
     k.call_edges(np.array([[1], [-1]], i32), np.zeros(256, i64), 0)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
+    for dtype in (i32, i64):
+        k.column_classes(np.zeros((2, 256), dtype))
 
 
 @_jit
@@ -546,3 +549,39 @@ def _spread(table, classes, offset, out):  # pragma: no cover - compiled
         for b in range(256):
             t = table[s, classes[b]]
             out[s, b] = t + offset if t >= 0 else -1
+
+
+@_jit
+def _column_classes(mat):  # pragma: no cover - compiled
+    """cdfa.column_classes: (first column of each class, class of each column), the classes of
+    identical columns numbered by their first column."""
+    rows, cols = mat.shape
+    of = np.empty(cols, np.int64)
+    firsts = np.empty(cols, np.int64)
+    classes = 0
+    table = dict()  # column hash (probed linearly) -> class
+    table[np.int64(-1)] = np.int64(-1)
+    for c in range(cols):
+        x = np.uint64(0xCBF29CE484222325)
+        for r in range(rows):
+            x = (x ^ np.uint64(mat[r, c] + 2)) * np.uint64(0x100000001B3)
+        h = np.int64(x >> np.uint64(1))
+        found = -1
+        while h in table:
+            k = table[h]
+            same = True
+            for r in range(rows):
+                if mat[r, firsts[k]] != mat[r, c]:
+                    same = False
+                    break
+            if same:
+                found = k
+                break
+            h += 1
+        if found < 0:
+            found = classes
+            table[h] = np.int64(classes)
+            firsts[classes] = c
+            classes += 1
+        of[c] = found
+    return firsts[:classes].copy(), of
