@@ -315,16 +315,19 @@ class Engine:
                 kept = torch.full_like(row, float("-inf"))
                 kept[ids] = row[ids]
                 row, tok = kept, best
+        first = tok
         for _ in range(MAX_VETOES):
             if not veto.vetoes(output, tok):
                 return tok
             self.metrics.vetoed_tokens += 1
             row[tok] = float("-inf")
-            nxt = int(row.argmax())
-            if row[nxt] == float("-inf"):
+            tok = int(row.argmax())
+            if row[tok] == float("-inf"):
                 break
-            tok = nxt
-        return tok
+        else:
+            if not veto.vetoes(output, tok):  # the last try's candidate is checked as well
+                return tok
+        return first  # every candidate tried was vetoed: the veto gives way to the likeliest
 
     def _accept(self, seq: Sequence, *chosen: int) -> None:
         """Append the chosen tokens (sampled, or a ranked value), then the grammar-forced ones

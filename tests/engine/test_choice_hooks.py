@@ -115,3 +115,27 @@ def test_a_veto_that_names_its_tokens_gets_the_likeliest_of_them(seed):
         want = reference_greedy(loaded, p, 20, matcher=Without(set(), only))
         assert got[str(i)] == (want[:-1] if want and want[-1] == EOS else want)
         assert all(b in only for a, b in zip(got[str(i)], got[str(i)][1:]) if a % 2 == 1)
+
+
+class VetoAllAfterOdd:
+    """Refuses every token after an odd token: no candidate gets through."""
+
+    def vetoes(self, output_ids, token):
+        return bool(output_ids) and output_ids[-1] % 2 == 1
+
+    def allowed(self, output_ids):
+        return None
+
+
+def test_a_veto_that_refuses_every_try_gives_way_to_the_likeliest():
+    """Past its tries the veto gives way: the greedy token is kept (never an unchecked later one)."""
+    loaded = tiny_loaded()
+    rng = random.Random(4)
+    prompts = [[rng.randrange(1, VOCAB) for _ in range(rng.randrange(5, 30))] for _ in range(6)]
+    engine = Engine(loaded, config_for(loaded, 200, 4, "cpu"))
+    reqs = [Request(str(i), p, SamplingParams(max_tokens=20), token_veto=VetoAllAfterOdd()) for i, p in enumerate(prompts)]
+    got = {r.id: r.token_ids for r in engine.generate(reqs)}
+    assert engine.metrics.vetoed_tokens > 0
+    for i, p in enumerate(prompts):
+        want = reference_greedy(loaded, p, 20)
+        assert got[str(i)] == (want[:-1] if want and want[-1] == EOS else want)
