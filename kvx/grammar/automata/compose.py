@@ -9,7 +9,7 @@ labelled edge gets its own copy of its label's DFA, and an accepting state of a 
 network only needs real subset states where several copies are live at once (a few key prefixes
 and value ends): every other state is a singleton whose row is the copy's own row, moved with
 numpy. Bounded repetitions of a one-character automaton use `dfa_ops.repeat` (counter copies).
-Subset states are worked out by a compiled loop (graph_kernels._subsets) or, without numba, a batch
+Subset states are worked out by a compiled loop (subset_kernel.subsets) or, without numba, a batch
 at a time (`_subset_rows`: one numpy pass over the rows of all their members; Python only for the
 cells where members disagree, once per distinct target set).
 
@@ -345,7 +345,7 @@ class Composer:
         return trans, accepting, start
 
     def _subsets_compiled(self, trans, copy_acc, target_node, node_closure, entry0: frozenset, final0: bool):
-        """The same construction as _subsets_numpy, compiled (graph_kernels._subsets): the same
+        """The same construction as _subsets_numpy, compiled (subset_kernel.subsets): the same
         states, numbered in the order it meets them."""
         acc_states = np.flatnonzero(copy_acc)
         nodes, which = np.unique(target_node[acc_states], return_inverse=True)

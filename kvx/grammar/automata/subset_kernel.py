@@ -1,0 +1,256 @@
+"""The composer's subset construction as a compiled loop (compose.Composer._subsets_compiled).
+
+A closure state (accepting in its copy, continuing into the copies that leave its target node)
+stands for its closure, so its row becomes that subset's; the part of the row its node's entry
+copies give is worked out once per node. Other subset states are keyed by their sorted members in
+a hash table (linear probing). The loop looks at the compile's deadline every 1,024 states through
+numba's object mode.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kvx.grammar.automata import deadline
+from kvx.grammar.automata.jit import jit as _jit
+from kvx.grammar.automata.jit import numba as _numba
+
+
+def _deadline_passed() -> bool:
+    """Whether the compile's active deadline has passed (read from the compiled subset loop)."""
+    active = deadline.active()
+    return active is not None and active.clock() > active.end
+
+
+@_jit
+def _members_hash(members, acc):  # pragma: no cover - compiled
+    x = np.uint64(0xCBF29CE484222325) ^ np.uint64(acc)
+    for q in members:
+        x = (x ^ np.uint64(q)) * np.uint64(0x100000001B3)
+    return np.int64(x >> np.uint64(1))
+
+
+@_jit
+def _closure_of(q, node_of, entry_ptr, entry_states, is_closure, buf, at):  # pragma: no cover - compiled
+    """Write closure(q) (q, and the entries of its target node if q is a closure state) at buf[at:]."""
+    buf[at] = q
+    at += 1
+    if is_closure[q]:
+        u = node_of[q]
+        for i in range(entry_ptr[u], entry_ptr[u + 1]):
+            buf[at] = entry_states[i]
+            at += 1
+    return at
+
+
+@_jit
+def _closure_with(members, acc, fin, is_closure, node_of, entry_ptr, entry_states):  # pragma: no cover - compiled
+    """The first closure state among the sorted `members` whose closure they are (with its acceptance), or -1."""
+    for q in members:
+        if not is_closure[q] or fin[q] != acc:
+            continue
+        u = node_of[q]
+        size = entry_ptr[u + 1] - entry_ptr[u]
+        if len(members) < size or len(members) > size + 1:
+            continue
+        # closure(q) = {q} | entries(u) (entries sorted, q possibly among them) must equal members
+        pos = 0
+        ok = True
+        for i in range(entry_ptr[u], entry_ptr[u + 1]):
+            while pos < len(members) and members[pos] < entry_states[i]:
+                if members[pos] != q:
+                    ok = False
+                    break
+                pos += 1
+            if not ok or pos == len(members) or members[pos] != entry_states[i]:
+                ok = False
+                break
+            pos += 1
+        while ok and pos < len(members):
+            ok = members[pos] == q
+            pos += 1
+        if ok:
+            return q
+    return -1
+
+
+@_jit
+def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_members, start_final,
+             cap):  # pragma: no cover - compiled
+    """The subset construction of compose.Composer.network over its copies' states (see there):
+    returns (status, trans, accepting, start); status -1: `cap` states or more, -2: the deadline.
+
+    A closure state (accepting in its copy, continuing into the copies that leave its target node)
+    stands for its closure, so its row becomes that subset's; the part of the row its node's entry
+    copies give is worked out once per node. Other subset states are keyed by their sorted members."""
+    total, k = trans.shape
+    num_nodes = len(node_fin)
+    fin = np.zeros(total, np.bool_)
+    is_closure = np.zeros(total, np.bool_)
+    for q in range(total):
+        if copy_acc[q]:
+            u = node_of[q]
+            fin[q] = node_fin[u]
+            is_closure[q] = entry_ptr[u + 1] > entry_ptr[u]
+    # per node and class: how many entry copies move (0, 1, 2 = several) and where, if one does
+    node_live = np.zeros((num_nodes, k), np.int8)
+    node_row = np.full((num_nodes, k), -1, np.int32)
+    for u in range(num_nodes):
+        for i in range(entry_ptr[u], entry_ptr[u + 1]):
+            for c in range(k):
+                t = trans[entry_states[i], c]
+                if t >= 0 and node_live[u, c] < 2:
+                    node_live[u, c] += 1
+                    node_row[u, c] = t
+    start_acc = start_final
+    for q in start_members:
+        start_acc |= fin[q]
+    table = dict()  # hash of (members, acceptance), probed linearly -> slot
+    table[np.int64(-1)] = np.int64(-1)
+    slot_id = [np.int64(0)]
+    slot_acc = [False]
+    mem_ptr = [np.int64(0)]
+    mem = [np.int64(0)]
+    slot_id.clear()
+    slot_acc.clear()
+    mem.clear()
+    out = trans.copy()
+    extra = np.full((16, k), -1, np.int32)
+    extra_acc = np.zeros(16, np.bool_)
+    n_extra = 0
+    buf = np.empty(total + 16, np.int64)
+    targets = np.empty(total + 1, np.int64)
+    seen_target = np.full(total, -1, np.int64)  # per (state, class) visit: target already counted
+    seen_member = np.full(total, -1, np.int64)
+    visit = 0
+    row = np.empty(k, np.int32)
+
+    def lookup(members, acc):  # (slot of (members, acc) or -1, the free hash to put it at)
+        h = _members_hash(members, acc)
+        while h in table:
+            s = table[h]
+            if s >= 0 and slot_acc[s] == acc and mem_ptr[s + 1] - mem_ptr[s] == len(members):
+                same = True
+                for i in range(len(members)):
+                    if mem[mem_ptr[s] + i] != members[i]:
+                        same = False
+                        break
+                if same:
+                    return s, h
+            h += 1
+        return -1, h
+
+    def add(members, acc, ident, h):
+        table[h] = np.int64(len(slot_id))
+        slot_id.append(ident)
+        slot_acc.append(acc)
+        for q in members:
+            mem.append(q)
+        mem_ptr.append(np.int64(len(mem)))
+
+    todo = [np.int64(0)]  # (state id, first member in mem or -1 for a closure state, member count)
+    todo.clear()
+    for q in range(total):  # a closure state's members are read from its node when needed
+        if is_closure[q]:
+            todo.append(np.int64(q))
+            todo.append(np.int64(-1))
+            todo.append(np.int64(0))
+    if len(start_members) == 1 and not is_closure[start_members[0]] and fin[start_members[0]] == start_acc:
+        start = np.int64(start_members[0])
+    else:
+        s, h = lookup(start_members, start_acc)
+        q = -1 if s >= 0 else _closure_with(start_members, start_acc, fin, is_closure, node_of, entry_ptr, entry_states)
+        if s >= 0:
+            start = slot_id[s]
+        elif q >= 0:
+            start = np.int64(q)
+            add(start_members, start_acc, start, h)
+        else:
+            start = np.int64(total)
+            add(start_members, start_acc, start, h)
+            todo.append(start)
+            todo.append(mem_ptr[-2])
+            todo.append(np.int64(len(start_members)))
+            n_extra = 1
+            extra_acc[0] = start_acc
+    head = 0
+    while head < len(todo):
+        if head and head % 3072 == 0:  # every 1,024 states (three entries each)
+            with _numba.objmode(late="boolean"):
+                late = _deadline_passed()
+            if late:
+                return -2, out, fin, start
+        j, at, count = todo[head], todo[head + 1], todo[head + 2]
+        head += 3
+        for c in range(k):
+            if j < total and is_closure[j]:  # the copy's own move and its node's entries'
+                u, own = node_of[j], trans[j, c]
+                if node_live[u, c] == 0 or (own < 0 and node_live[u, c] == 1):
+                    row[c] = own if node_live[u, c] == 0 else node_row[u, c]
+                    continue
+            visit += 1
+            nt = 0
+            if at < 0:  # a closure state: itself, then its node's entries
+                first, last = entry_ptr[node_of[j]] - 1, entry_ptr[node_of[j] + 1]
+            else:
+                first, last = at, at + count
+            for i in range(first, last):
+                m = (j if i < entry_ptr[node_of[j]] else entry_states[i]) if at < 0 else mem[i]
+                t = trans[m, c]
+                if t >= 0 and seen_target[t] != visit:
+                    seen_target[t] = visit
+                    targets[nt] = t
+                    nt += 1
+            if nt <= 1:  # one target: its own state (a closure state's row is its subset's)
+                row[c] = targets[0] if nt else -1
+                continue
+            end = 0
+            acc = False
+            for x in range(nt):
+                t = targets[x]
+                need = end + 1 + (entry_ptr[node_of[t] + 1] - entry_ptr[node_of[t]] if is_closure[t] else 0)
+                if need > len(buf):
+                    grown_buf = np.empty(2 * need, np.int64)
+                    grown_buf[:end] = buf[:end]
+                    buf = grown_buf
+                before = end
+                end = _closure_of(t, node_of, entry_ptr, entry_states, is_closure, buf, end)
+                kept = before
+                for y in range(before, end):  # drop members already in the union
+                    if seen_member[buf[y]] != visit:
+                        seen_member[buf[y]] = visit
+                        buf[kept] = buf[y]
+                        kept += 1
+                end = kept
+                acc |= fin[t]
+            members = np.sort(buf[:end])
+            s, h = lookup(members, acc)
+            if s >= 0:
+                row[c] = slot_id[s]
+                continue
+            q = _closure_with(members, acc, fin, is_closure, node_of, entry_ptr, entry_states)
+            if q >= 0:  # the members of a closure state: that state itself
+                add(members, acc, q, h)
+                row[c] = q
+                continue
+            ident = total + n_extra
+            if ident >= cap:
+                return -1, out, fin, start
+            add(members, acc, np.int64(ident), h)
+            if n_extra == len(extra_acc):
+                grown = np.full((2 * n_extra, k), -1, np.int32)
+                grown[:n_extra] = extra
+                extra = grown
+                grown_acc = np.zeros(2 * n_extra, np.bool_)
+                grown_acc[:n_extra] = extra_acc
+                extra_acc = grown_acc
+            extra_acc[n_extra] = acc
+            n_extra += 1
+            todo.append(np.int64(ident))
+            todo.append(mem_ptr[-2])
+            todo.append(np.int64(len(members)))
+            row[c] = ident
+        if j < total:
+            out[j] = row
+        else:
+            extra[j - total] = row
+    return 0, np.concatenate((out, extra[:n_extra])), np.concatenate((fin, extra_acc[:n_extra])), start
