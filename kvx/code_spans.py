@@ -138,7 +138,7 @@ class CodeGuard:
                 continue
             rest = span[len(written):]
             ids.update(t for k in range(1, len(rest) + 1) if (t := self.spelling.id_of(rest[:k])) is not None)
-            ids.update(t for t in self.spelling.with_byte(QUOTE) if self.spelling.of(t).startswith(rest))
+            ids.update(t for t in self.spelling.holding_any(bytes([QUOTE])) if self.spelling.of(t).startswith(rest))
         return sorted(ids) or None  # none: what is written fits no span (the veto gave way), so no list
 
 

@@ -64,9 +64,10 @@ class DigitGuard:
         state = self.cursor.at(output_ids)
         if not state.in_string or state.is_key or state.place in self.shaped:
             return False
-        written = self.cursor.written(state)
-        if len(written) > TAIL:  # only the string's end can hold the run a token extends (long values: no rescan)
-            written = b'"' + written[len(written) - TAIL:]
+        # only the string's end can hold the run a token extends (long values: no copy, no rescan)
+        written = self.cursor.written(state, last=TAIL + 1)
+        if len(written) > TAIL:  # cut (or just the quote and TAIL bytes): read as a string of its last TAIL
+            written = b'"' + written[1:]
         return any(run not in self.held for run in _new_runs(written, written + self.spelling.of(token)))
 
     def allowed(self, output_ids: list[int]) -> list[int] | None:

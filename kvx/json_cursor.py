@@ -114,6 +114,9 @@ class JsonCursor:
             yield state, text[i]
             state = state.step(text[i], i, text)
 
-    def written(self, state: At) -> bytes:
-        """The open string value's bytes so far, its opening quote included (after `at`)."""
-        return bytes(self._text[state.start:]) if state.in_string else b""
+    def written(self, state: At, last: int | None = None) -> bytes:
+        """The open string value's bytes so far, its opening quote included (after `at`); only its
+        `last` bytes where it is longer."""
+        if not state.in_string:
+            return b""
+        return bytes(self._text[state.start if last is None else max(state.start, len(self._text) - last):])

@@ -33,10 +33,6 @@ class Spelling:
         """The token that writes exactly these bytes (the lowest id where several do), or None."""
         return self._table("ids", self._ids).get(spelt)
 
-    def with_byte(self, byte: int) -> list[int]:
-        """The tokens whose bytes hold `byte`."""
-        return self._table(("with", byte), lambda: [t for t, b in enumerate(self.token_bytes) if b and byte in b])
-
     def holding_any(self, wanted: bytes) -> frozenset[int]:
         """The tokens whose bytes hold any of the bytes `wanted` (a guard's quick test per token)."""
         return self._table(("any", wanted), lambda: frozenset(t for t, b in enumerate(self.token_bytes)

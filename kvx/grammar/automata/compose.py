@@ -188,10 +188,7 @@ class Composer:
         meet (a string's body and its closing quote: the union row), clashing: the others, which
         become subset states)."""
         total = len(copy_acc)
-        acc_states = np.flatnonzero(copy_acc)
-        nodes, which = np.unique(target_node[acc_states], return_inverse=True)
-        info = [node_closure(int(u)) for u in nodes]
-        entries = [sorted(e) for e, _ in info]
+        acc_states, nodes, which, entries, node_fin = _target_nodes(copy_acc, target_node, node_closure)
         k = trans.shape[1]
         node_row = np.full((len(nodes), k), -1, dtype=np.int32)
         node_live = np.zeros((len(nodes), k), dtype=np.int64)
@@ -210,7 +207,7 @@ class Composer:
             node_live[part] = np.add.reduceat((rows >= 0).astype(np.int64), firsts, axis=0)
             node_row[part] = np.where(node_live[part] == 1, np.maximum.reduceat(rows, firsts, axis=0), -1)
         fin = np.zeros(total, dtype=bool)
-        fin[acc_states] = np.array([f for _, f in info], dtype=bool)[which]
+        fin[acc_states] = node_fin[which]
         has_entry = np.array([bool(e) for e in entries], dtype=bool)
         is_closure = np.zeros(total, dtype=bool)
         closing = acc_states[has_entry[which]]
@@ -344,21 +341,18 @@ class Composer:
             accepting = np.concatenate([accepting, np.array(extra_acc, dtype=bool)])
         return trans, accepting, start
 
-    def _subsets_compiled(self, trans, copy_acc, target_node, node_closure, entry0: frozenset, final0: bool):
-        """The same construction as _subsets_numpy, compiled (subset_kernel.subsets): the same
-        states, numbered in the order it meets them."""
-        acc_states = np.flatnonzero(copy_acc)
-        nodes, which = np.unique(target_node[acc_states], return_inverse=True)
-        info = [node_closure(int(u)) for u in nodes]
+    def _subsets_compiled(self, kernel, trans, copy_acc, target_node, node_closure, entry0: frozenset, final0: bool):
+        """The same construction as _subsets_numpy by the compiled `kernel` (subset_kernel.subsets):
+        the same states, numbered in the order it meets them."""
+        acc_states, nodes, which, entries, node_fin = _target_nodes(copy_acc, target_node, node_closure)
         entry_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
-        entry_ptr[1:] = np.cumsum([len(e) for e, _ in info])
-        entry_states = np.fromiter((q for e, _ in info for q in sorted(e)), dtype=np.int64, count=int(entry_ptr[-1]))
+        entry_ptr[1:] = np.cumsum([len(e) for e in entries])
+        entry_states = np.fromiter((q for e in entries for q in e), dtype=np.int64, count=int(entry_ptr[-1]))
         node_of = np.full(len(copy_acc), -1, dtype=np.int64)
         node_of[acc_states] = which
-        node_fin = np.array([f for _, f in info], dtype=bool)
-        status, trans, accepting, start = graph_kernels.kernels().subsets(
-            np.ascontiguousarray(trans), copy_acc, node_of, entry_ptr, entry_states, node_fin, np.array(sorted(entry0), dtype=np.int64),
-            bool(final0), 8 * self.max_states)
+        status, trans, accepting, start = kernel(
+            np.ascontiguousarray(trans), copy_acc, node_of, entry_ptr, entry_states, node_fin,
+            np.array(sorted(entry0), dtype=np.int64), bool(final0), 8 * self.max_states)
         if status == -2:
             deadline.check()
         if status < 0:
@@ -469,8 +463,11 @@ class Composer:
         if not entry0:
             return empty_word() if final0 else None
         compiled = graph_kernels.kernels()
-        subsets = self._subsets_compiled if compiled is not None else self._subsets_numpy
-        trans, accepting, start = subsets(trans, copy_acc, target_node, node_closure, entry0, final0)
+        if compiled is not None:
+            trans, accepting, start = self._subsets_compiled(compiled.subsets, trans, copy_acc, target_node,
+                                                             node_closure, entry0, final0)
+        else:
+            trans, accepting, start = self._subsets_numpy(trans, copy_acc, target_node, node_closure, entry0, final0)
         # every copy is trimmed, so a state is dead only if its copy leads to a dead node
         preds = [[] for _ in range(num_nodes)]
         for u in range(num_nodes):
@@ -501,6 +498,15 @@ class Composer:
             t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
             dfa = CDFA(t, a, s, dfa.cob)
         return dfa
+
+
+def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
+    """The copies' accepting states and the nodes they lead to: (accepting states, those nodes,
+    each state's node among them, each node's entry states sorted, whether each node can end)."""
+    acc_states = np.flatnonzero(copy_acc)
+    nodes, which = np.unique(target_node[acc_states], return_inverse=True)
+    info = [node_closure(int(u)) for u in nodes]
+    return acc_states, nodes, which, [sorted(e) for e, _ in info], np.array([f for _, f in info], dtype=bool)
 
 
 def _literal_chain(text: list[int]) -> CDFA:

@@ -62,7 +62,7 @@ def _warm(k: GraphKernels) -> None:
                 np.zeros(0, i64), np.zeros(0, i64), np.zeros(0, i64), 1 << 30)
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
               np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16)
-    _deadline_passed_once(k)
+    _warm_deadline_look(k)
     k.call_edges(np.array([[1], [-1]], i32), np.zeros(256, i64), 0)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):
@@ -248,7 +248,7 @@ def _distances(trans, reps, final, call_src, call_start, call_ret, inf):  # prag
     return dist.astype(np.int32)
 
 
-def _deadline_passed_once(k: GraphKernels) -> None:
+def _warm_deadline_look(k: GraphKernels) -> None:
     """Run the subset loop past its first deadline look: numba sets up its object-mode call on first
     use (~30 ms), which would otherwise land in the first real compile of a process."""
     n = 3 * 1024 + 2  # a chain of closure states, each closing onto the next: 1,024 states worked out

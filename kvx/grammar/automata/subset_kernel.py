@@ -114,10 +114,14 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     slot_acc.clear()
     mem.clear()
     out = trans.copy()
-    extra = np.full((16, k), -1, np.int32)
-    extra_acc = np.zeros(16, np.bool_)
-    n_extra = 0
+    extra_rows = [np.full(k, -1, np.int32)]  # the new subset states' rows and acceptance, in id order
+    extra_acc = [False]
+    extra_rows.clear()
+    extra_acc.clear()
+    todo = [np.int64(0)]  # (state id, first member in mem or -1 for a closure state, member count)
+    todo.clear()
     buf = np.empty(total + 16, np.int64)
+    cur = np.empty(total + 1, np.int64)  # the members of the state being worked out
     targets = np.empty(total + 1, np.int64)
     seen_target = np.full(total, -1, np.int64)  # per (state, class) visit: target already counted
     seen_member = np.full(total, -1, np.int64)
@@ -147,31 +151,33 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
             mem.append(q)
         mem_ptr.append(np.int64(len(mem)))
 
-    todo = [np.int64(0)]  # (state id, first member in mem or -1 for a closure state, member count)
-    todo.clear()
+    def id_of(members, acc):  # the state of these sorted members (made and queued if new); -1: past cap
+        if len(members) == 1 and not is_closure[members[0]] and fin[members[0]] == acc:
+            return np.int64(members[0])
+        s, h = lookup(members, acc)
+        if s >= 0:
+            return slot_id[s]
+        q = _closure_with(members, acc, fin, is_closure, node_of, entry_ptr, entry_states)
+        if q >= 0:  # the members of a closure state: that state itself
+            add(members, acc, np.int64(q), h)
+            return np.int64(q)
+        ident = np.int64(total + len(extra_acc))
+        if ident >= cap:
+            return np.int64(-1)
+        add(members, acc, ident, h)
+        extra_rows.append(np.full(k, -1, np.int32))
+        extra_acc.append(acc)
+        todo.append(ident)
+        todo.append(mem_ptr[-2])
+        todo.append(np.int64(len(members)))
+        return ident
+
     for q in range(total):  # a closure state's members are read from its node when needed
         if is_closure[q]:
             todo.append(np.int64(q))
             todo.append(np.int64(-1))
             todo.append(np.int64(0))
-    if len(start_members) == 1 and not is_closure[start_members[0]] and fin[start_members[0]] == start_acc:
-        start = np.int64(start_members[0])
-    else:
-        s, h = lookup(start_members, start_acc)
-        q = -1 if s >= 0 else _closure_with(start_members, start_acc, fin, is_closure, node_of, entry_ptr, entry_states)
-        if s >= 0:
-            start = slot_id[s]
-        elif q >= 0:
-            start = np.int64(q)
-            add(start_members, start_acc, start, h)
-        else:
-            start = np.int64(total)
-            add(start_members, start_acc, start, h)
-            todo.append(start)
-            todo.append(mem_ptr[-2])
-            todo.append(np.int64(len(start_members)))
-            n_extra = 1
-            extra_acc[0] = start_acc
+    start = id_of(start_members, start_acc)
     head = 0
     while head < len(todo):
         if head and head % 3072 == 0:  # every 1,024 states (three entries each)
@@ -181,21 +187,24 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
                 return -2, out, fin, start
         j, at, count = todo[head], todo[head + 1], todo[head + 2]
         head += 3
+        n_cur = -1  # its members, put in `cur` for the first class that needs them
         for c in range(k):
-            if j < total and is_closure[j]:  # the copy's own move and its node's entries'
+            if at < 0:  # a closure state: the copy's own move and its node's entries'
                 u, own = node_of[j], trans[j, c]
                 if node_live[u, c] == 0 or (own < 0 and node_live[u, c] == 1):
                     row[c] = own if node_live[u, c] == 0 else node_row[u, c]
                     continue
+            if n_cur < 0:
+                if at < 0:
+                    n_cur = _closure_of(j, node_of, entry_ptr, entry_states, is_closure, cur, 0)
+                else:
+                    for i in range(count):
+                        cur[i] = mem[at + i]
+                    n_cur = count
             visit += 1
             nt = 0
-            if at < 0:  # a closure state: itself, then its node's entries
-                first, last = entry_ptr[node_of[j]] - 1, entry_ptr[node_of[j] + 1]
-            else:
-                first, last = at, at + count
-            for i in range(first, last):
-                m = (j if i < entry_ptr[node_of[j]] else entry_states[i]) if at < 0 else mem[i]
-                t = trans[m, c]
+            for i in range(n_cur):
+                t = trans[cur[i], c]
                 if t >= 0 and seen_target[t] != visit:
                     seen_target[t] = visit
                     targets[nt] = t
@@ -222,35 +231,18 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
                         kept += 1
                 end = kept
                 acc |= fin[t]
-            members = np.sort(buf[:end])
-            s, h = lookup(members, acc)
-            if s >= 0:
-                row[c] = slot_id[s]
-                continue
-            q = _closure_with(members, acc, fin, is_closure, node_of, entry_ptr, entry_states)
-            if q >= 0:  # the members of a closure state: that state itself
-                add(members, acc, q, h)
-                row[c] = q
-                continue
-            ident = total + n_extra
-            if ident >= cap:
+            row[c] = id_of(np.sort(buf[:end]), acc)
+            if row[c] < 0:
                 return -1, out, fin, start
-            add(members, acc, np.int64(ident), h)
-            if n_extra == len(extra_acc):
-                grown = np.full((2 * n_extra, k), -1, np.int32)
-                grown[:n_extra] = extra
-                extra = grown
-                grown_acc = np.zeros(2 * n_extra, np.bool_)
-                grown_acc[:n_extra] = extra_acc
-                extra_acc = grown_acc
-            extra_acc[n_extra] = acc
-            n_extra += 1
-            todo.append(np.int64(ident))
-            todo.append(mem_ptr[-2])
-            todo.append(np.int64(len(members)))
-            row[c] = ident
         if j < total:
             out[j] = row
         else:
-            extra[j - total] = row
-    return 0, np.concatenate((out, extra[:n_extra])), np.concatenate((fin, extra_acc[:n_extra])), start
+            extra_rows[j - total][:] = row
+    extra = np.full((len(extra_rows), k), -1, np.int32)
+    for i in range(len(extra_rows)):
+        extra[i] = extra_rows[i]
+    accepting = np.zeros(total + len(extra_acc), np.bool_)
+    accepting[:total] = fin
+    for i in range(len(extra_acc)):
+        accepting[total + i] = extra_acc[i]
+    return 0, np.concatenate((out, extra)), accepting, start
