@@ -190,22 +190,30 @@ def _distances(trans, reps, final, call_src, call_start, call_ret, inf):  # prag
     # Dijkstra from the final states backwards; a call edge (src, start, ret) costs
     # dist(start) + dist(ret) and is relaxed once both ends are settled (Knuth's generalisation)
     n = trans.shape[0]
-    counts = np.zeros(n + 1, np.int64)
+    # the byte edges read once (the table is wide, most of a row goes to one or two states),
+    # each (s, t) pair once, then ordered by target: predecessors of t are preds[counts[t]:counts[t + 1]]
+    src = np.empty(n * len(reps), np.int32)  # room for every cell: no regrowth inside the loop
+    dst = np.empty(n * len(reps), np.int32)
+    last = np.full(n, -1, np.int64)  # the last source that listed each target
+    ne = 0
     for s in range(n):
         for r in reps:
             t = trans[s, r]
-            if t >= 0:
-                counts[t + 1] += 1
+            if t >= 0 and last[t] != s:
+                last[t] = s
+                src[ne] = s
+                dst[ne] = t
+                ne += 1
+    counts = np.zeros(n + 1, np.int64)
+    for i in range(ne):
+        counts[dst[i] + 1] += 1
     for i in range(n):
         counts[i + 1] += counts[i]
     fill = counts[:-1].copy()
-    preds = np.empty(counts[n], np.int64)
-    for s in range(n):
-        for r in reps:
-            t = trans[s, r]
-            if t >= 0:
-                preds[fill[t]] = s
-                fill[t] += 1
+    preds = np.empty(ne, np.int64)
+    for i in range(ne):
+        preds[fill[dst[i]]] = src[i]
+        fill[dst[i]] += 1
     m = len(call_src)
     # each call edge listed under both its ends (its return state, its callee's start)
     by_end = np.zeros(n + 1, np.int64)

@@ -42,7 +42,7 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     nibbles = [sorted({ord(ch) >> 4 for ch in kids}) for kids in children]
     base = nb + np.concatenate([[0], np.cumsum([5 + len(h) for h in nibbles])]).astype(np.int64)
     template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)  # by kind
-    row_kind = np.concatenate([np.r_[0:5, [5 + h for h in hs]] for hs in nibbles]).astype(np.int64)
+    row_kind = np.array([k for hs in nibbles for k in (0, 1, 2, 3, 4, *(5 + h for h in hs))], dtype=np.int64)
     trans = np.concatenate([b.astype(np.int32), template[row_kind]])
     rows = base[:-1]
     trans[rows, ord("\\")] = rows + 1

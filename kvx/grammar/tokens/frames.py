@@ -52,15 +52,14 @@ def boundary_of(program: Program) -> Boundary:
     states = np.flatnonzero(has_calls | pops)
     row = np.full(program.num_states, -1, dtype=np.int64)
     row[states] = np.arange(len(states))
+    # a calling state's row: the first bytes of all its callees (one reduceat over the call edges)
+    calling = np.flatnonzero(has_calls & ~pops)
     table = np.zeros((len(states), 256), dtype=bool)
-    for k, s in enumerate(states.tolist()):
-        if k % 1024 == 0:
-            deadline.check()
-        if pops[s]:
-            table[k] = True
-            continue
-        for start, _ in program.call_starts[s]:
-            table[k] |= program.trans[start] >= 0
+    table[row[pops]] = True
+    if len(calling):
+        deadline.check()
+        firsts = program.trans[program.rule_start[program.call_rule]] >= 0  # [M, 256]
+        table[row[calling]] = np.logical_or.reduceat(firsts, program.call_ptr[calling], axis=0)
     return Boundary(row, table)
 
 
