@@ -161,6 +161,66 @@ def test_a_long_length_bound_beside_a_pattern_is_post_checked():
     assert grammar.accepts_text(too_long) and not check.is_valid(json.loads(too_long))  # the check's to catch
 
 
+def _agrees_but_for(grammar, check, texts, loose):
+    """Each text: the grammar accepts it iff jsonschema does, except the `loose` ones, which the
+    grammar accepts and the check (kvx's jsonschema pass on every record) refuses."""
+    for text in texts:
+        valid = check.is_valid(json.loads(text))
+        if text in loose:
+            assert grammar.accepts_text(text) and not valid, text
+        else:
+            assert grammar.accepts_text(text) == valid, text
+
+
+def test_a_count_too_long_to_write_is_post_checked():
+    """A plain `maxLength: 10000` (winget's Description) or `maxItems: 10000` (tokenlist) was refused
+    (the exact counter is past the state cap); over 1024 the bound is left to the check after
+    generation and said so. 1024 itself stays exact."""
+    schema = {"type": "object", "properties": {
+        "d": {"type": "string", "maxLength": 10000}, "m": {"type": "string", "minLength": 2000},
+        "e": {"type": "string", "maxLength": 1024},
+        "t": {"type": "array", "maxItems": 10000, "items": {"type": "integer"}}}, "additionalProperties": False}
+    compiled = compile_program(schema)
+    assert sorted(compiled.post_checks) == ["/properties/d/maxLength", "/properties/m/minLength",
+                                            "/properties/t/maxItems"]
+    assert all("over 1024" in w for w in compiled.warnings if "checked after generation" in w)
+    grammar = compile_schema(schema, smol_tokenizer())
+    check = jsonschema.Draft202012Validator(schema)
+    dump = lambda v: json.dumps(v, separators=(",", ":"))
+    long_d, short_m = dump({"d": "x" * 10001}), dump({"m": "short"})
+    long_t = dump({"t": list(range(10001))})
+    texts = [dump({"d": "x" * 10000}), long_d, short_m, dump({"m": "y" * 2000}), dump({"e": "z" * 1024}),
+             dump({"e": "z" * 1025}), dump({"t": [1, 2, 3]}), long_t, dump({"t": ["a"]})]
+    _agrees_but_for(grammar, check, texts, {long_d, short_m, long_t})
+
+
+def test_a_pattern_past_the_cap_is_relaxed_and_post_checked():
+    """winget's PackageIdentifier (`[^...]{1,32}` segments) and CloudFormation's ARNs (`.{0,1023}`)
+    were refused: their repeats times a character's JSON spellings pass the state cap. The repeats
+    over 16 are written unbounded and the pattern is checked after generation; a length bound
+    whose counter times the pattern is past the cap is left to that check too. The same pattern
+    where it sorts keys (patternProperties) is not relaxed: a looser key set there would also move
+    keys between regions."""
+    ident = r"^[^\.\s\\/:\*\?\"<>\|\x01-\x1f]{1,32}(\.[^\.\s\\/:\*\?\"<>\|\x01-\x1f]{1,32}){1,3}$"
+    arn = r"^arn:[a-z0-9-\.]{1,63}:[a-z0-9-\.]{0,63}:[^/].{0,1023}$"
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": ident, "maxLength": 128},
+                                               "arn": {"type": "string", "pattern": arn}},
+              "additionalProperties": False}
+    compiled = compile_program(schema)
+    assert sorted(compiled.post_checks) == ["/properties/arn/pattern", "/properties/id/maxLength",
+                                            "/properties/id/pattern"]
+    grammar = compile_schema(schema, smol_tokenizer())
+    check = jsonschema.Draft202012Validator(schema)
+    dump = lambda v: json.dumps(v, separators=(",", ":"))
+    seg33 = dump({"id": "a" * 33 + ".b"})
+    texts = [dump({"id": "Microsoft.Edge"}), dump({"id": "a.b.c.d"}), dump({"id": "nodots"}),
+             dump({"id": "a.b.c.d.e"}), seg33, dump({"id": "a:b.c"}),
+             dump({"arn": "arn:aws:s3:bucket/key"}), dump({"arn": "arn:aws:s3:/key"}), dump({"arn": "arm:aws:s3:x"})]
+    _agrees_but_for(grammar, check, texts, {seg33})
+    with pytest.raises(UnsupportedSchema, match="patternProperties"):
+        compile_program({"type": "object", "patternProperties": {arn: {"type": "integer"}}})
+
+
 def test_a_pattern_member_takes_the_key_order_a_declared_member_would():
     """Under `patternProperties` a value's members follow the order of all its branches together
     (the context), as under `properties`: a job written `uses` then `name` in one branch and `name`

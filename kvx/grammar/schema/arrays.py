@@ -12,6 +12,7 @@ from __future__ import annotations
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.containers import Body
+from kvx.grammar.schema.keywords import LONG_COUNT
 from kvx.grammar.schema.scalars import count_keyword
 
 
@@ -79,6 +80,8 @@ class ArrayBody(Body):
             known = max(known, self._prefix(i)[1])
         if hi is not None and hi < lo:
             return ra.NOTHING
+        lo, hi = self.s.notes.long_bounds([(p.ptr, node) for p, node in zip(self.alt, self.nodes)], lo, hi,
+                                          LONG_COUNT, ("minItems", "maxItems"), f"over {LONG_COUNT}")
         contains = self._contains()
         c_lo, c_hi = (contains[1], contains[2]) if contains else (0, None)
         if c_hi is not None and c_hi < c_lo:

@@ -18,6 +18,10 @@ ENFORCED = {"type", "enum", "const", "properties", "required", "additionalProper
             "patternProperties", "minProperties", "maxProperties", "propertyNames", "contains",
             "minContains", "maxContains", "multipleOf", "unevaluatedProperties", "unevaluatedItems"}
 POST_CHECKED = {"uniqueItems"}  # the automaton over-approximates; jsonschema checks the record
+# a length or item count above this is left to the check after generation: its exact counter is the
+# bound times the automaton of one character or item (a plain `maxLength: 10000` would be 200,000
+# states, past the cap), and a record ends within --max-tokens (256 by default) long before it
+LONG_COUNT = 1024
 # what negations are written with (kvx/grammar/schema/negate.py); never in a user's schema
 INTERNAL = {"kvx:ref", "kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction"}
 UNSUPPORTED = {"$dynamicRef", "$recursiveRef"}
@@ -45,6 +49,18 @@ class Notes:
             self._seen.add(where)
             self.warnings.append(f"keyword '{keyword}' at {self.where(ptr)}: {what}; checked after generation")
             self.post_checks.append(where)
+
+    def long_bounds(self, pieces: list, lo: int, hi: int | None, limit: int, keywords: tuple[str, str],
+                    what: str) -> tuple[int, int | None]:
+        """(lo, hi) without a bound over `limit` (`keywords`: the minimum's and the maximum's names),
+        each such keyword said post-checked (`what`)."""
+        for keyword, value in zip(keywords, (lo, hi)):
+            if value is not None and value > limit:
+                for ptr, node in pieces:
+                    bound = node.get(keyword)
+                    if isinstance(bound, (int, float)) and not isinstance(bound, bool) and bound > limit:
+                        self.post_check(keyword, ptr, what)
+        return (0 if lo > limit else lo), (None if hi is not None and hi > limit else hi)
 
     def unsupported(self, keyword: str, ptr: str, what: str) -> None:
         """Refuse (one line, keyword and pointer), or with lenient over-approximate and post-check."""

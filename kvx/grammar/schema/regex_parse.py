@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from kvx.grammar.schema import charset as cs
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.schema import strings
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
@@ -316,12 +317,33 @@ def _leading_lookaheads(tree) -> tuple[list[tuple[bool, object]], object]:
     return looks, ("cat", [("bol",), *items[k:]])
 
 
-@lru_cache(maxsize=256)
-def _pattern_dfa(pattern: str, max_states: int):
+# past the state cap, a pattern of a string value is tried again with every bounded repeat over this
+# made unbounded (`[^/].{0,1023}` -> `[^/].*`: the count times the character's spellings is what
+# is large); the pattern is then checked after generation
+RELAX_OVER = 16
+
+
+def _relaxed(node):
+    """The parse tree with every repeat {lo,hi} whose hi is over RELAX_OVER made {min(lo,RELAX_OVER),}."""
+    kind = node[0]
+    if kind in ("cat", "alt"):
+        return (kind, [_relaxed(n) for n in node[1]])
+    if kind == "rep":
+        _, inner, lo, hi = node
+        if hi is not None and hi > RELAX_OVER:
+            lo, hi = min(lo, RELAX_OVER), None
+        return ("rep", _relaxed(inner), lo, hi)
+    if kind == "look":
+        return ("look", node[1], _relaxed(node[2]))
+    return node
+
+
+def _pattern_dfa(pattern: str, max_states: int, relax: bool = False):
     from kvx.grammar.automata.compose import fast_compile
     from kvx.grammar.automata.dfa_ops import product
 
-    looks, rest = _leading_lookaheads(_Parser(pattern).parse())
+    tree = _Parser(pattern).parse()
+    looks, rest = _leading_lookaheads(_relaxed(tree) if relax else tree)
     dfa = fast_compile(_searched_tree(rest, strings.json_char), max_states)
     for positive, look in looks:
         if dfa is None:
@@ -335,12 +357,35 @@ def _pattern_dfa(pattern: str, max_states: int):
     return dfa
 
 
-def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000):
-    """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can."""
-
+def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: bool = False):
+    """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can. With
+    `relax`, a pattern past the cap gives its relaxed language instead (a superset, see RELAX_OVER):
+    for a value's own pattern, never for a set that is subtracted or that sorts keys."""
     try:
-        return _pattern_dfa(pattern, max_states)
+        dfa, relaxed, err = _pattern_result(pattern, max_states)
     except PatternError as err:
         raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({err}) at {pointer}", "pattern", pointer) from None
-    except TooLarge as err:
-        raise too_large(pointer, err, "pattern") from None
+    if err is not None and not (relax and relaxed):
+        raise too_large(pointer, err, "pattern")
+    return dfa
+
+
+def is_relaxed(pattern: str, max_states: int) -> bool:
+    """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's `relax`)."""
+    return _pattern_result(pattern, max_states)[1]
+
+
+@lru_cache(maxsize=256)
+def _pattern_result(pattern: str, max_states: int) -> tuple:
+    """(the DFA, whether it is the relaxed one, the cap's error for the pattern as written). A
+    deadline that passes propagates (deadline.check), so only the cap's verdicts are cached."""
+    try:
+        return _pattern_dfa(pattern, max_states), False, None
+    except TooLarge as exact:
+        deadline.check()
+        err = exact
+    try:
+        return _pattern_dfa(pattern, max_states, True), True, err
+    except TooLarge:
+        deadline.check()
+        return None, False, err

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
@@ -14,7 +15,7 @@ from kvx.grammar.automata.dfa_ops import product, repeat
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
-from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, Notes
+from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, Notes
 from kvx.grammar.schema.values import json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
@@ -22,6 +23,7 @@ PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # after generation: the exact automaton is the pattern's states times the count (CloudFormation's
 # `maxLength: 2048` with a pattern ran past the state cap), and a record rarely writes that much
 LONG_WITH_PATTERN = 256
+_BODIES: dict[tuple, ra.Node | None] = {}  # (StringSpec, max_states) -> string_body
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ class Scalars:
             if m is not None:
                 hi = m if hi is None else min(hi, m)
             if "pattern" in node:
-                self._pattern(node["pattern"], ptr)
+                self._pattern(node["pattern"], ptr, relax=True)
                 patterns.append(node["pattern"])
             if "format" in node and self._format(node["format"], ptr) is not False:
                 formats.append(node["format"])
@@ -228,29 +230,47 @@ class Scalars:
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
         if hi is not None and hi < lo:
             return None
+        lengths = ("minLength", "maxLength")
         if patterns or formats:
-            lo, hi = self._long_bounds(pieces, lo, hi)
+            lo, hi = self.notes.long_bounds(pieces, lo, hi, LONG_WITH_PATTERN, lengths,
+                                            f"over {LONG_WITH_PATTERN} with a pattern or format")
+        else:
+            lo, hi = self.notes.long_bounds(pieces, lo, hi, LONG_COUNT, lengths, f"over {LONG_COUNT}")
         order = lambda xs: tuple(sorted(set(xs)))
-        return StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
+        spec = StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
                           order(excluded))
+        if (patterns or formats) and (lo or hi is not None) and self.string_body(spec) is None:
+            # the pattern times the length counter is past the state cap: the pattern alone
+            self.notes.long_bounds(pieces, lo, hi, 0, lengths, "its count times the pattern or format is past the "
+                                   "state cap")
+            spec = replace(spec, lo=0, hi=None)
+        return spec
 
-    def _long_bounds(self, pieces: list, lo: int, hi: int | None) -> tuple[int, int | None]:
-        """(lo, hi) without a bound over LONG_WITH_PATTERN, each such keyword said post-checked."""
-        for keyword, value in (("minLength", lo), ("maxLength", hi)):
-            if value is not None and value > LONG_WITH_PATTERN:
-                for ptr, node in pieces:
-                    if isinstance(node.get(keyword), int) and node[keyword] > LONG_WITH_PATTERN:
-                        self.notes.post_check(keyword, ptr, f"over {LONG_WITH_PATTERN} with a pattern or format")
-        return (0 if lo > LONG_WITH_PATTERN else lo), (None if hi is not None and hi > LONG_WITH_PATTERN else hi)
+    def string_body(self, spec: StringSpec) -> ra.Node | None:
+        """What may stand between the quotes under `spec` (in any JSON spelling of each character);
+        None past the state cap where the spec has a length beside a pattern or format (string_spec
+        then leaves the length to the check). Kept per process, as the string rules are."""
+        key = (spec, self.max_states)
+        if key not in _BODIES:
+            try:
+                body = self._string_body(spec)
+            except TooLarge:
+                deadline.check()  # a passed deadline is this compile's, not the spec's: not kept
+                if not ((spec.patterns or spec.formats) and (spec.lo or spec.hi is not None)):
+                    raise
+                body = None
+            if len(_BODIES) > 4096:
+                _BODIES.clear()
+            _BODIES[key] = body
+        return _BODIES[key]
 
-    def string_body(self, spec: StringSpec) -> ra.Node:
-        """What may stand between the quotes under `spec` (in any JSON spelling of each character)."""
+    def _string_body(self, spec: StringSpec) -> ra.Node:
         from kvx.grammar.schema.formats import format_dfa
         from kvx.grammar.schema.regex_parse import pattern_dfa
 
         lo, hi, excluded = spec.lo, spec.hi, list(spec.excluded)
-        pattern = lambda p: pattern_dfa(p, "pattern", self.max_states)
-        dfas = [pattern(p) for p in spec.patterns] + [format_dfa(f) for f in spec.formats]
+        pattern = lambda p, relax=False: pattern_dfa(p, "pattern", self.max_states, relax=relax)
+        dfas = [pattern(p, True) for p in spec.patterns] + [format_dfa(f) for f in spec.formats]
         minus = [pattern(p) for p in spec.not_patterns] + [format_dfa(f) for f in spec.not_formats]
         if excluded:
             spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in v)) for v in excluded))
@@ -263,13 +283,19 @@ class Scalars:
             dfas.insert(0, repeat(strings.ANY_CHAR.dfa, lo, hi, self.max_states))
         return self.combine(dfas, minus)
 
-    def _pattern(self, pattern, ptr: str) -> DFA | None:
-        from kvx.grammar.schema.regex_parse import pattern_dfa
+    def _pattern(self, pattern, ptr: str, relax: bool = False) -> DFA | None:
+        """The pattern's DFA; `relax` (a string value's own pattern): past the state cap, its relaxed
+        language (regex_parse.RELAX_OVER), the pattern then said post-checked."""
+        from kvx.grammar.schema.regex_parse import RELAX_OVER, is_relaxed, pattern_dfa
 
         if not isinstance(pattern, str):
             where = self.where(ptr)
             raise UnsupportedSchema(f"invalid schema: 'pattern' must be a string at {where}", "pattern", where)
-        return pattern_dfa(pattern, f"{self.where(ptr)}/pattern", self.max_states)
+        dfa = pattern_dfa(pattern, f"{self.where(ptr)}/pattern", self.max_states, relax=relax)
+        if relax and is_relaxed(pattern, self.max_states):
+            self.notes.post_check("pattern", ptr, f"past the state cap: its repeats over {RELAX_OVER} written "
+                                  "unbounded")
+        return dfa
 
     def _format(self, fmt, ptr: str):
         from kvx.grammar.schema.formats import format_dfa
