@@ -210,13 +210,28 @@ def trie(words) -> tuple[list[dict], list[bool]]:
 def literal_set(words: list[bytes]) -> CDFA | None:
     """A finite set of byte strings (enum members) as a trie, built directly (the composer would
     find the same automaton by subset construction over one copy per word). Not minimised: a
-    trie is small enough, and Moore's rounds would grow with the longest word."""
+    trie is small enough, and Moore's rounds would grow with the longest word. Kept per word list
+    (ruff's 900 rule codes are one enum in seven places)."""
     if not words:
         return None
+    key = tuple(words)
+    hit = _LITERAL_SETS.get(key)
+    if hit is None:
+        if len(_LITERAL_SETS) > 256:
+            _LITERAL_SETS.clear()
+        hit = _LITERAL_SETS[key] = _literal_set(words)
+    return hit
+
+
+_LITERAL_SETS: dict[tuple, CDFA] = {}
+
+
+def _literal_set(words: list[bytes]) -> CDFA:
     children, accepting = trie(words)
     table = np.full((len(children), 256), -1, dtype=np.int32)
-    for s, kids in enumerate(children):
-        if kids:
-            table[s, list(kids)] = list(kids.values())
+    edges = [(s, b, c) for s, kids in enumerate(children) for b, c in kids.items()]  # one scatter, not one a node
+    if edges:
+        src, byte, dst = zip(*edges)
+        table[list(src), list(byte)] = dst
     reps, cob = column_classes(table)
     return CDFA(np.ascontiguousarray(table[:, reps]), np.array(accepting), 0, cob)

@@ -53,6 +53,7 @@ class RuleBuilder:
         self._where: list[str] = [""] * (1 + len(GENERIC_RULES))  # rule id -> a pointer naming it in messages
         self._composer = Composer(options.max_states)  # one for all rules: a slot used twice is built once
         self._strings: dict[int, tuple] = {}  # string rules to build: rule id -> their StringSpecs
+        self._members: dict[tuple, tuple] = {}  # (piece pointer, enum members) -> those the piece allows
 
     # ---- entry ------------------------------------------------------------------------------
     def program(self) -> Program | None:
@@ -213,8 +214,13 @@ class RuleBuilder:
         return out
 
     def _enum(self, values: list, pieces: list) -> ra.Node:
-        texts = list(dict.fromkeys(dumps(v) for v in values))  # one spelling per JSON value
-        kept = [t for t in texts if all(self.scalars.valid(json.loads(t), ptr, node) for ptr, node in pieces)]
+        kept = tuple(dict.fromkeys(dumps(v) for v in values))  # one spelling per JSON value
+        for ptr, node in pieces:  # the members each piece allows, kept per piece and member list
+            key = (ptr, kept)
+            hit = self._members.get(key)
+            if hit is None:
+                hit = self._members[key] = tuple(t for t in kept if self.scalars.valid(json.loads(t), ptr, node))
+            kept = hit
         if len(kept) <= 2:
             return ra.alt(*(ra.lit(t) for t in kept))
         return ra.Embed(literal_set([t.encode("utf-8") for t in kept]))

@@ -93,7 +93,11 @@ class Scalars:
                 self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
             own = {k: v for k, v in node.items() if k not in APPLICATORS and k not in INTERNAL
                    and k not in ("enum", "const")}
-            validator = self._validators[id(node)] = (node, self._validator.evolve(schema=own))
+            # a piece of applicators alone (`{"$ref": ...}` above a large enum) holds every value
+            checker = self._validator.evolve(schema=own) if own else None
+            validator = self._validators[id(node)] = (node, checker)
+        if validator[1] is None:
+            return True
         try:
             return validator[1].is_valid(value)
         except jsonschema.exceptions.RefResolutionError:
@@ -106,7 +110,7 @@ class Scalars:
             return False
         if isinstance(value, (int, float)) and not isinstance(value, bool) and node.get("kvx:fraction"):
             return not float(value).is_integer()
-        if isinstance(value, str):
+        if isinstance(value, str) and ("kvx:notPattern" in node or "kvx:notFormat" in node):
             body = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
             for p in node.get("kvx:notPattern", []):
                 d = self._pattern(p, "")
