@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from kvx.grammar.errors import UnsupportedSchema, too_large
+from kvx.grammar.schema.discriminators import Discriminators
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.negate import Negator
 from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
@@ -46,6 +47,7 @@ class Applicators:
         self.doc = doc
         self.notes = notes
         self.negator = Negator(doc)
+        self.discriminators = Discriminators(doc)
         self.subsets = uses_unevaluated(doc.root)
         self._synthesised: dict[tuple, tuple] = {}  # one pointer per made-up schema, so rules are shared
         # without unevaluated* a piece's path and annotations are never read (scopes are for those
@@ -61,7 +63,10 @@ class Applicators:
         return _dedupe(alts)
 
     def _product(self, a: list, b: list, ptr: str) -> list:
-        out = [x + y for x in a for y in b]
+        if len(a) > 1 and len(b) > 1:  # conjunctions that multiply: drop those no value satisfies
+            out = self.discriminators.product(a, b)
+        else:
+            out = [x + y for x in a for y in b]
         if len(out) > MAX_ALTERNATIVES:
             where = self.doc.where(ptr)
             raise too_large(where, f"more than {MAX_ALTERNATIVES} anyOf/oneOf/if combinations")
