@@ -92,7 +92,7 @@ def _facts(doc: Document, ptr: str) -> KeyFacts:
     if not isinstance(node, dict):
         return NONE
     t = node.get("type")
-    objects_only = t == "object" or t == ["object"]
+    objects_only = (t == "object" or t == ["object"]) and node.get("nullable") is not True  # OpenAPI's null
     required = node.get("required")
     required = frozenset(k for k in required if isinstance(k, str)) if isinstance(required, list) else frozenset()
     allowed, excluded = {}, {}
