@@ -65,3 +65,24 @@ def test_pruning_stops_at_the_combination_limit_otherwise():
                                            "then": {"properties": {"v": {"type": "integer"}}}} for i in range(9)]}
     with pytest.raises(UnsupportedSchema, match="anyOf/oneOf/if combinations"):
         compile_schema(schema, smol_tokenizer())
+
+
+def test_negated_ifs_with_type_and_required_are_pruned_too():
+    """v2ray's configs write `if: {type: object, required: [protocol], properties: {protocol: {const:
+    X}}}`: its negation is a union of three (not an object; no `protocol`; another protocol), so 8
+    blocks are 9^8 conjunctions before pruning. A conjunction asking for two types, or for a key
+    both required and absent, is empty as well."""
+    blocks = [{"if": {"type": "object", "required": ["protocol"], "properties": {"protocol": {"const": f"p{i}"}}},
+               "then": {"type": "object", "properties": {"settings": {"type": ["integer", "string", "boolean"][i % 3]}}}}
+              for i in range(8)]
+    schema = {"type": "object", "required": ["protocol"], "allOf": blocks,
+              "properties": {"protocol": {"type": "string"}, "settings": {}}}
+    _agrees(schema, ['{"protocol":"p0","settings":1}', '{"protocol":"p0","settings":"x"}', '{"protocol":"p1","settings":"x"}',
+                     '{"protocol":"p7","settings":1}', '{"protocol":"zz","settings":[]}', '{"settings":1}', '[]'])
+
+
+def test_numbers_meet_integers():
+    """`integer` and `number` share the integers: that conjunction stays, the others go."""
+    schema = {"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                        {"anyOf": [{"type": "number"}, {"type": "boolean"}]}]}
+    _agrees(schema, ["3", "1.5", '"x"', "true", "null"])

@@ -5,9 +5,9 @@ X}}}, then: ...` (Cloudify's 125 node types, Minecraft's recipes). Each if/then/
 two alternatives, so n of them make 2^n conjunctions, and the compiler refused past 256; but where
 the key is required, at most one `if` holds: a conjunction asking `type` to be both X and Y (or X
 and not X) is empty. `Discriminators.product` drops them, saying so from the pieces' own `required`,
-`properties.K.const/enum` and the exclusions a negated `if` is written with (negate.py), and only
-for conjunctions restricted to objects (for any other value `required` and `properties` hold
-vacuously). Dropping an empty conjunction changes no language. The facts of each conjunction are
+`properties.K.const/enum`, `type` and the exclusions and absences a negated `if` is written with
+(negate.py); a key's values count only for conjunctions restricted to objects (for any other value
+`required` and `properties` hold vacuously). Dropping an empty conjunction changes no language. The facts of each conjunction are
 kept with it, so a product step merges two summaries instead of rereading every piece.
 """
 from __future__ import annotations
@@ -24,11 +24,12 @@ MAX_HOPS = 8  # $ref / kvx:ref / one-branch anyOf links followed to find a key's
 
 @dataclass(frozen=True)
 class KeyFacts:
-    """What a conjunction of schema objects says of an object's members: whether it is restricted
-    to objects, the keys it requires, and per key the values it allows and those it excludes."""
+    """What a conjunction of schema objects says of a value: the JSON types it may have (None: any),
+    the keys it requires or forbids of an object, and per key the values it allows and excludes."""
 
-    objects_only: bool = False
+    types: frozenset | None = None  # "number" is split in "integer" and "fraction"
     required: frozenset = frozenset()
+    absent: frozenset = frozenset()  # keys a negated `required` forbids (kvx:absent)
     allowed: dict = field(default_factory=dict)  # key -> frozenset of value texts (absent: any)
     excluded: dict = field(default_factory=dict)  # key -> frozenset of value texts
 
@@ -39,12 +40,17 @@ class KeyFacts:
         excluded = dict(self.excluded)
         for k, v in other.excluded.items():
             excluded[k] = excluded[k] | v if k in excluded else v
-        return KeyFacts(self.objects_only or other.objects_only, self.required | other.required, allowed, excluded)
+        types = other.types if self.types is None else self.types if other.types is None else self.types & other.types
+        return KeyFacts(types, self.required | other.required, self.absent | other.absent, allowed, excluded)
 
     @property
     def empty(self) -> bool:
-        return self.objects_only and any(
-            k in self.allowed and not self.allowed[k] - self.excluded.get(k, frozenset()) for k in self.required)
+        if self.types is not None and not self.types:
+            return True  # no type is left
+        if self.types is None or not self.types <= {"object"}:
+            return False  # a value of another type holds `required` and `properties` vacuously
+        return any(k in self.absent or (k in self.allowed and not self.allowed[k] - self.excluded.get(k, frozenset()))
+                   for k in self.required)
 
 
 NONE = KeyFacts()
@@ -91,8 +97,6 @@ def _facts(doc: Document, ptr: str) -> KeyFacts:
     node = doc.at(ptr)
     if not isinstance(node, dict):
         return NONE
-    t = node.get("type")
-    objects_only = (t == "object" or t == ["object"]) and node.get("nullable") is not True  # OpenAPI's null
     required = node.get("required")
     required = frozenset(k for k in required if isinstance(k, str)) if isinstance(required, list) else frozenset()
     allowed, excluded = {}, {}
@@ -103,7 +107,22 @@ def _facts(doc: Document, ptr: str) -> KeyFacts:
             allowed[key] = a
         if x:
             excluded[key] = x
-    return KeyFacts(objects_only, required, allowed, excluded)
+    absent = node.get("kvx:absent")
+    absent = frozenset(k for k in absent if isinstance(k, str)) if isinstance(absent, list) else frozenset()
+    return KeyFacts(_types(node), required, absent, allowed, excluded)
+
+
+def _types(node: dict) -> frozenset | None:
+    t = node.get("type")
+    names = [t] if isinstance(t, str) else t if isinstance(t, list) else None
+    if names is None or not all(isinstance(n, str) for n in names):
+        return None
+    out = set()
+    for name in names:
+        out |= {"integer", "fraction"} if name == "number" else {name}
+    if node.get("nullable") is True:  # OpenAPI
+        out.add("null")
+    return frozenset(out)
 
 
 def _values(doc: Document, ptr: str, hops: int) -> tuple[frozenset | None, frozenset]:
