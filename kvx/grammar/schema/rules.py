@@ -35,6 +35,11 @@ _STRING_RULES: dict[tuple, object] = {}  # (string specs, max_states) -> compose
 ANY_STRING = StringSpec(0, None, (), (), (), (), ())
 GENERIC_RULES = {("string", (ANY_STRING,)): 1, ("object", ((),), ()): 2, ("array", ((),), ()): 3}
 _GENERIC_BODIES: dict[tuple, object] = {}
+# a slot with this many object shapes calls each as its own rule (the run time follows every frame
+# that fits, as a set of stacks) instead of one rule for their union: open objects' "any other key"
+# languages differ by shape, and determinising their union multiplies them (comet's 8 shapes: past
+# the deadline; each alone: milliseconds)
+SPLIT_OBJECTS_FROM = 4
 
 
 class RuleBuilder:
@@ -125,7 +130,9 @@ class RuleBuilder:
         parts = scalars
         if texts:
             parts.append(self._string_call(tuple(dict.fromkeys(texts))))
-        if objects:
+        if len(objects) >= SPLIT_OBJECTS_FROM:  # each shape its own rule, called from here
+            parts += [self._call("object", (alt,), context) for alt in objects]
+        elif objects:
             parts.append(self._call("object", tuple(objects), context))
         if arrays:
             parts.append(self._call("array", tuple(arrays), context))
