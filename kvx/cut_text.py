@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kvx.grammar.schema.keywords import LONG_COUNT
 from kvx.record_fields import Place, leaf_fields, places, replaced
 
 CutText = Literal["sentence", "keep"]  # a free-text value that ran into its maxLength (--cut-text)
@@ -33,7 +34,8 @@ def _bounds(node: dict, optional: bool) -> tuple[int, int] | None:
         return None
     lo, hi = node.get("minLength", 0), node.get("maxLength")
     whole = all(isinstance(x, int) and not isinstance(x, bool) for x in (lo, hi))
-    return (lo, hi) if whole else None
+    # over LONG_COUNT the grammar leaves the bound to the check: it never cuts the value there
+    return (lo, hi) if whole and hi <= LONG_COUNT else None
 
 
 def at_sentence_end(value: str, lo: int, hi: int) -> str | None:

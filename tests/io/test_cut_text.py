@@ -34,6 +34,7 @@ def test_which_fields_are_free_text():
         "day": {"type": "string", "maxLength": 10, "format": "date"},
         "kind": {"type": "string", "maxLength": 10, "enum": ["a", "b"]},
         "free": {"type": "string"},  # no bound: the grammar never cuts it at one
+        "long": {"type": "string", "maxLength": 5000},  # over 1024: left to the check, not cut by the grammar
         "mixed": {"type": ["string", "integer"], "maxLength": 9},
         "items": {"type": "array", "items": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 30}}}},
     }}
