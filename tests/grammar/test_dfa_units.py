@@ -19,7 +19,7 @@ from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.options import GrammarOptions
 from kvx.grammar.automata.nfa import build_nfa
 from grammar_fixtures import random_regex
-from kvx.grammar.schema.regex_parse import pattern_ast
+from kvx.grammar.schema.regex_parse import pattern_ast, pattern_dfa
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,6 +39,27 @@ def test_pattern_matches_python_re(pattern):
     for _ in range(1500):
         s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 6)))
         assert dfa.accepts(s.encode()) == bool(rx.search(s)), (pattern, s)
+
+
+@pytest.mark.parametrize("pattern", [r"^alpha|beta|rc|stable$", r"^a|b$|c", r"ab|^c\d{2,3}$", r"x*|^yz",
+                                     r"en|de|ru|pt|nl|fr|it|es|pl|zh-cn", r"^(a|b)|c*d", r"(build|stage)-success"])
+def test_composed_pattern_on_json_spellings_matches_python_re(pattern):
+    """The composer's automaton of a pattern (JSON string bodies, every spelling of a character):
+    a branch that starts with a loop (`.*` padding an unanchored branch) once put its loop on the
+    node the other branches start from, so `^alpha|beta` accepted "xalpha". Checked on random
+    strings, each also with one character written as a \\u escape."""
+    dfa = pattern_dfa(pattern, "test")
+    rx = re.compile(pattern.replace("$", r"\Z"), re.ASCII)
+    rng = random.Random(pattern)
+    alphabet = "abcdelnprstuxyz-0123"
+    for _ in range(1500):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 8)))
+        body = json.dumps(s)[1:-1]
+        assert dfa.accepts(body.encode()) == bool(rx.search(s)), (pattern, s)
+        if s:
+            i = rng.randrange(len(s))
+            escaped = body[:i] + f"\\u{ord(s[i]):04x}" + body[i + 1:]
+            assert dfa.accepts(escaped.encode()) == bool(rx.search(s)), (pattern, escaped)
 
 
 @pytest.mark.parametrize("pattern", [r"^(?!-)[-a-z0-9]{0,4}[a-z0-9]$", r"^(?!tag|ca)$", r"^(?!.*(ab|ba)).*$",

@@ -157,6 +157,9 @@ class Composer:
             elif isinstance(label, ra.Repeat):
                 lo, hi, item = label.lo, label.hi, label.item
                 cur = a
+                if lo == 0 and hi is None:  # the loop gets a node of its own: `a` may start other edges
+                    cur = new()             # (an Alt's branches), which the loop must not lead back to
+                    out.append((a, cur, None))
                 for _ in range(lo):
                     nxt = new()
                     stack.append((cur, nxt, item))

@@ -283,19 +283,20 @@ def _to_ast(node, encode) -> ra.Node:
     raise PatternError("anchor in the middle of a pattern")
 
 
-def _searched(branch, encode) -> ra.Node:
-    """One top-level branch as the strings holding a match of it (unanchored sides padded)."""
-    anything = ra.star(encode(cs.ANY))
-    branch, at_start = _strip(branch, "start")
-    branch, at_end = _strip(branch, "end")
-    if _has_anchor(branch):
-        raise PatternError("anchor in the middle of a pattern")
-    body = _to_ast(branch, encode)
-    return ra.seq(ra.EMPTY if at_start else anything, body, ra.EMPTY if at_end else anything)
-
-
 def _searched_tree(tree, encode) -> ra.Node:
-    return ra.alt(*(_searched(br, encode) for br in (tree[1] if tree[0] == "alt" else [tree])))
+    """The top-level branches, each as the strings holding a match of it, grouped by how they are
+    anchored: `en|de|ru|...` is one `.*(en|de|ru|...).*`, not a union of ten searches (a union the
+    subset construction tracks branch by branch: 3^10 states before minimising)."""
+    anything = ra.star(encode(cs.ANY))
+    groups: dict[tuple[bool, bool], list] = {}
+    for branch in tree[1] if tree[0] == "alt" else [tree]:
+        branch, at_start = _strip(branch, "start")
+        branch, at_end = _strip(branch, "end")
+        if _has_anchor(branch):
+            raise PatternError("anchor in the middle of a pattern")
+        groups.setdefault((at_start, at_end), []).append(_to_ast(branch, encode))
+    return ra.alt(*(ra.seq(ra.EMPTY if at_start else anything, ra.alt(*bodies), ra.EMPTY if at_end else anything)
+                    for (at_start, at_end), bodies in groups.items()))
 
 
 def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
@@ -348,7 +349,7 @@ def _pattern_dfa(pattern: str, max_states: int, relax: bool = False):
     for positive, look in looks:
         if dfa is None:
             break
-        seen = fast_compile(_searched(look, strings.json_char), max_states)  # strings starting with a match
+        seen = fast_compile(_searched_tree(look, strings.json_char), max_states)  # strings starting with a match
         if seen is None:  # the lookahead can never match
             dfa = None if positive else dfa
             continue
