@@ -241,3 +241,19 @@ def test_a_pattern_member_takes_the_key_order_a_declared_member_would():
         program = compile_program(schema).program
         assert program.accepts(written["pattern"].encode())
         assert not program.accepts(b'{"build":{"uses":"a/b.yml","name":"x"}}')  # one order per context
+
+
+@pytest.mark.parametrize("kw", ["dependentRequired", "dependencies"])
+def test_keys_that_require_the_same_names_are_one_choice(kw):
+    """snapcraft's apps: 16 keys each requiring `daemon` were 2^16 alternatives, past the limit of
+    256; they are one choice now (none of the keys, or `daemon`), and keys with other
+    dependencies keep theirs. Agrees with jsonschema."""
+    keys = [f"k{i}" for i in range(10)]
+    schema = {"type": "object", "properties": {k: {"type": "integer"} for k in keys + ["daemon", "a", "b"]},
+              kw: {**{k: ["daemon"] for k in keys}, "a": ["b"]}, "additionalProperties": False}
+    grammar = compile_schema(schema, smol_tokenizer())
+    check = jsonschema.Draft202012Validator(schema) if kw == "dependentRequired" else jsonschema.Draft7Validator(schema)
+    texts = ['{}', '{"k0":1}', '{"k0":1,"daemon":2}', '{"k3":1,"k9":2,"daemon":3}', '{"daemon":1}',
+             '{"k1":1,"k2":2}', '{"a":1}', '{"a":1,"b":2}', '{"k5":1,"daemon":1,"a":1}', '{"k5":1,"daemon":1,"a":1,"b":1}']
+    for text in texts:
+        assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text

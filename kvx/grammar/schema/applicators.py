@@ -132,8 +132,20 @@ class Applicators:
         if "if" in node:
             alts = self._product(alts, self._if(ptr, node, inner, active, notes), ptr)
         for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
-            for key, dep in (node.get(kw) or {}).items():
-                alts = self._product(alts, self._dependency(ptr, kw, key, dep, inner, active, notes), ptr)
+            deps = node.get(kw) or {}
+            # keys that require the same names are one choice: none of them, or those names
+            # ((not a or L) and (not b or L) = (not a and not b) or L): snapcraft's 16 keys that
+            # each need `daemon` are 2 alternatives, not 2^16
+            sharing: dict[tuple, list] = {}
+            for key, dep in deps.items():
+                if isinstance(dep, list):
+                    sharing.setdefault(tuple(dep), []).append(key)
+            for key, dep in deps.items():
+                if not isinstance(dep, list) or len(sharing[tuple(dep)]) == 1:
+                    alts = self._product(alts, self._dependency(ptr, kw, key, dep, inner, active, notes), ptr)
+            for names, keys in sharing.items():
+                if len(keys) > 1 and names:
+                    alts = self._product(alts, self._shared_dependency(ptr, kw, keys, names, inner, active, notes), ptr)
         return alts
 
     def applicable(self, pointers: tuple, limit: int = 64) -> tuple:
@@ -262,15 +274,23 @@ class Applicators:
     def _dependency(self, ptr: str, kw: str, key: str, dep, inner: tuple, active: frozenset,
                     notes: bool) -> list:
         """key absent, or present with its dependency (names that must be there too, or a schema)."""
-        if (ptr, kw, key) not in self._synthesised:
-            absent = self.doc.synthesise({"kvx:absent": [key]}, ptr)
-            if isinstance(dep, list):
-                present = self.doc.synthesise({"required": [key] + dep}, ptr)
-            else:
-                present = self.doc.synthesise({"required": [key], "kvx:ref": f"{ptr}/{kw}/{escape(key)}"}, ptr)
-            self._synthesised[(ptr, kw, key)] = (absent, present)
-        absent, present = self._synthesised[(ptr, kw, key)]
-        return self._union([self._one(absent, inner, active, notes), self._one(present, inner, active, notes)], ptr)
+        present = {"required": [key] + dep} if isinstance(dep, list) else \
+            {"required": [key], "kvx:ref": f"{ptr}/{kw}/{escape(key)}"}
+        return self._absent_or(ptr, (kw, key), [key], present, inner, active, notes)
+
+    def _shared_dependency(self, ptr: str, kw: str, keys: list, names: tuple, inner: tuple, active: frozenset,
+                           notes: bool) -> list:
+        """None of `keys` present, or all of `names` present (each key's dependency is `names`)."""
+        return self._absent_or(ptr, (kw, tuple(keys)), list(keys), {"required": list(names)}, inner, active, notes)
+
+    def _absent_or(self, ptr: str, key: tuple, absent: list, present: dict, inner: tuple, active: frozenset,
+                   notes: bool) -> list:
+        """The union of `absent` keys missing and the `present` schema (synthesised once per key)."""
+        if (ptr, *key) not in self._synthesised:
+            self._synthesised[(ptr, *key)] = (self.doc.synthesise({"kvx:absent": absent}, ptr),
+                                              self.doc.synthesise(present, ptr))
+        none, some = self._synthesised[(ptr, *key)]
+        return self._union([self._one(none, inner, active, notes), self._one(some, inner, active, notes)], ptr)
 
 
 def _dedupe(alts: list) -> list:
