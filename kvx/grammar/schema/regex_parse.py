@@ -283,6 +283,21 @@ def _to_ast(node, encode) -> ra.Node:
     raise PatternError("anchor in the middle of a pattern")
 
 
+def _loosened(branch, at_start: bool, at_end: bool):
+    """The branch with a repeat on an unanchored side cut to its least count: `.*` there takes the
+    rest, so `.*\\$\\w{1,255}.*` holds the same strings as `.*\\$\\w.*` (GitLab's cache policy: past
+    the deadline counted out to 255)."""
+    items = list(branch[1]) if branch[0] == "cat" else [branch]
+    for side, anchored in ((-1, at_end), (0, at_start)):
+        while not anchored and items and items[side][0] == "rep":
+            _, inner, lo, _ = items[side]
+            if lo:
+                items[side] = ("rep", inner, lo, lo)
+                break
+            items.pop(side)
+    return ("cat", items)
+
+
 def _searched_tree(tree, encode) -> ra.Node:
     """The top-level branches, each as the strings holding a match of it, grouped by how they are
     anchored: `en|de|ru|...` is one `.*(en|de|ru|...).*`, not a union of ten searches (a union the
@@ -294,7 +309,7 @@ def _searched_tree(tree, encode) -> ra.Node:
         branch, at_end = _strip(branch, "end")
         if _has_anchor(branch):
             raise PatternError("anchor in the middle of a pattern")
-        groups.setdefault((at_start, at_end), []).append(_to_ast(branch, encode))
+        groups.setdefault((at_start, at_end), []).append(_to_ast(_loosened(branch, at_start, at_end), encode))
     return ra.alt(*(ra.seq(ra.EMPTY if at_start else anything, ra.alt(*bodies), ra.EMPTY if at_end else anything)
                     for (at_start, at_end), bodies in groups.items()))
 
