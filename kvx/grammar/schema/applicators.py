@@ -132,21 +132,24 @@ class Applicators:
         if "if" in node:
             alts = self._product(alts, self._if(ptr, node, inner, active, notes), ptr)
         for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
-            deps = node.get(kw) or {}
-            # keys that require the same names are one choice: none of them, or those names
-            # ((not a or L) and (not b or L) = (not a and not b) or L): snapcraft's 16 keys that
-            # each need `daemon` are 2 alternatives, not 2^16
-            sharing: dict[tuple, list] = {}
-            for key, dep in deps.items():
-                if isinstance(dep, list):
-                    sharing.setdefault(tuple(dep), []).append(key)
-            for key, dep in deps.items():
-                if not isinstance(dep, list) or len(sharing[tuple(dep)]) == 1:
-                    alts = self._product(alts, self._dependency(ptr, kw, key, dep, inner, active, notes), ptr)
-            for names, keys in sharing.items():
-                if len(keys) > 1 and names:
-                    alts = self._product(alts, self._shared_dependency(ptr, kw, keys, names, inner, active, notes), ptr)
+            for choice in self._dependencies(ptr, kw, node.get(kw) or {}, inner, active, notes):
+                alts = self._product(alts, choice, ptr)
         return alts
+
+    def _dependencies(self, ptr: str, kw: str, deps: dict, inner: tuple, active: frozenset, notes: bool):
+        """One union of alternatives per dependency. Keys that require the same names are one choice,
+        none of them or those names ((not a or L) and (not b or L) = (not a and not b) or L):
+        snapcraft's 16 keys that each need `daemon` are 2 alternatives, not 2^16."""
+        sharing: dict[tuple, list] = {}
+        for key, dep in deps.items():
+            if isinstance(dep, list):
+                sharing.setdefault(tuple(dep), []).append(key)
+        for key, dep in deps.items():
+            if not isinstance(dep, list) or len(sharing[tuple(dep)]) == 1:
+                yield self._dependency(ptr, kw, key, dep, inner, active, notes)
+        for names, keys in sharing.items():
+            if len(keys) > 1 and names:
+                yield self._absent_or(ptr, (kw, tuple(keys)), keys, {"required": list(names)}, inner, active, notes)
 
     def applicable(self, pointers: tuple, limit: int = 64) -> tuple:
         """Every schema that may apply in place to a value at `pointers` (the schemas, their $ref
@@ -277,11 +280,6 @@ class Applicators:
         present = {"required": [key] + dep} if isinstance(dep, list) else \
             {"required": [key], "kvx:ref": f"{ptr}/{kw}/{escape(key)}"}
         return self._absent_or(ptr, (kw, key), [key], present, inner, active, notes)
-
-    def _shared_dependency(self, ptr: str, kw: str, keys: list, names: tuple, inner: tuple, active: frozenset,
-                           notes: bool) -> list:
-        """None of `keys` present, or all of `names` present (each key's dependency is `names`)."""
-        return self._absent_or(ptr, (kw, tuple(keys)), list(keys), {"required": list(names)}, inner, active, notes)
 
     def _absent_or(self, ptr: str, key: tuple, absent: list, present: dict, inner: tuple, active: frozenset,
                    notes: bool) -> list:

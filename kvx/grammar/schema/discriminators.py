@@ -7,8 +7,9 @@ the key is required, at most one `if` holds: a conjunction asking `type` to be b
 and not X) is empty. `Discriminators.product` drops them, saying so from the pieces' own `required`,
 `properties.K.const/enum`, `type` and the exclusions and absences a negated `if` is written with
 (negate.py); a key's values count only for conjunctions restricted to objects (for any other value
-`required` and `properties` hold vacuously). Dropping an empty conjunction changes no language. The facts of each conjunction are
-kept with it, so a product step merges two summaries instead of rereading every piece.
+`required` and `properties` hold vacuously). Dropping an empty conjunction changes no language.
+The facts of each conjunction are kept with it, so a product step merges two summaries instead of
+rereading every piece.
 """
 from __future__ import annotations
 
@@ -97,8 +98,6 @@ def _facts(doc: Document, ptr: str) -> KeyFacts:
     node = doc.at(ptr)
     if not isinstance(node, dict):
         return NONE
-    required = node.get("required")
-    required = frozenset(k for k in required if isinstance(k, str)) if isinstance(required, list) else frozenset()
     allowed, excluded = {}, {}
     props = node.get("properties")
     for key in (props if isinstance(props, dict) else ()):
@@ -107,9 +106,13 @@ def _facts(doc: Document, ptr: str) -> KeyFacts:
             allowed[key] = a
         if x:
             excluded[key] = x
-    absent = node.get("kvx:absent")
-    absent = frozenset(k for k in absent if isinstance(k, str)) if isinstance(absent, list) else frozenset()
-    return KeyFacts(_types(node), required, absent, allowed, excluded)
+    return KeyFacts(_types(node), _names(node, "required"), _names(node, "kvx:absent"), allowed, excluded)
+
+
+def _names(node: dict, kw: str) -> frozenset:
+    """The key names a `required`-like keyword lists."""
+    names = node.get(kw)
+    return frozenset(k for k in names if isinstance(k, str)) if isinstance(names, list) else frozenset()
 
 
 def _types(node: dict) -> frozenset | None:

@@ -378,30 +378,30 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: 
     `relax`, a pattern past the cap gives its relaxed language instead (a superset, see RELAX_OVER):
     for a value's own pattern, never for a set that is subtracted or that sorts keys."""
     try:
-        dfa, relaxed, err = _pattern_result(pattern, max_states)
-    except PatternError as err:
-        raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({err}) at {pointer}", "pattern", pointer) from None
-    if err is not None and not (relax and relaxed):
+        dfa, err = _compiled(pattern, max_states, False)
+        if err is not None and relax:
+            relaxed, still = _compiled(pattern, max_states, True)
+            if still is None:
+                return relaxed
+    except PatternError as e:
+        raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({e}) at {pointer}", "pattern", pointer) from None
+    if err is not None:
         raise too_large(pointer, err, "pattern")
     return dfa
 
 
 def is_relaxed(pattern: str, max_states: int) -> bool:
     """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's `relax`)."""
-    return _pattern_result(pattern, max_states)[1]
+    return _compiled(pattern, max_states, False)[1] is not None and _compiled(pattern, max_states, True)[1] is None
 
 
-@lru_cache(maxsize=256)
-def _pattern_result(pattern: str, max_states: int) -> tuple:
-    """(the DFA, whether it is the relaxed one, the cap's error for the pattern as written). A
-    deadline that passes propagates (deadline.check), so only the cap's verdicts are cached."""
+@lru_cache(maxsize=512)
+def _compiled(pattern: str, max_states: int, relax: bool) -> tuple:
+    """(the DFA, None) or (None, the cap's TooLarge). A deadline that passes propagates
+    (deadline.check), so only the cap's verdicts are cached; the relaxed form is only built for a
+    caller that takes it."""
     try:
-        return _pattern_dfa(pattern, max_states), False, None
-    except TooLarge as exact:
+        return _pattern_dfa(pattern, max_states, relax), None
+    except TooLarge as err:
         deadline.check()
-        err = exact
-    try:
-        return _pattern_dfa(pattern, max_states, True), True, err
-    except TooLarge:
-        deadline.check()
-        return None, False, err
+        return None, err

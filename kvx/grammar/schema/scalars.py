@@ -23,7 +23,7 @@ PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # after generation: the exact automaton is the pattern's states times the count (CloudFormation's
 # `maxLength: 2048` with a pattern ran past the state cap), and a record rarely writes that much
 LONG_WITH_PATTERN = 256
-_BODIES: dict[tuple, ra.Node | None] = {}  # (StringSpec, max_states) -> string_body
+_BODIES: dict[tuple, ra.Node | TooLarge] = {}  # (StringSpec, max_states) -> string_body or its cap's error
 
 
 @dataclass(frozen=True)
@@ -243,30 +243,33 @@ class Scalars:
         order = lambda xs: tuple(sorted(set(xs)))
         spec = StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
                           order(excluded))
-        if (patterns or formats) and (lo or hi is not None) and self.string_body(spec) is None:
-            # the pattern times the length counter is past the state cap: the pattern alone
-            self.notes.long_bounds(pieces, lo, hi, 0, lengths, "its count times the pattern or format is past the "
-                                   "state cap")
-            spec = replace(spec, lo=0, hi=None)
+        if (patterns or formats) and (lo or hi is not None):
+            try:
+                self.string_body(spec)
+            except TooLarge:  # the pattern times the length counter is past the state cap: the pattern alone
+                self.notes.long_bounds(pieces, lo, hi, 0, lengths, "its count times the pattern or format is "
+                                       "past the state cap")
+                spec = replace(spec, lo=0, hi=None)
         return spec
 
-    def string_body(self, spec: StringSpec) -> ra.Node | None:
-        """What may stand between the quotes under `spec` (in any JSON spelling of each character);
-        None past the state cap where the spec has a length beside a pattern or format (string_spec
-        then leaves the length to the check). Kept per process, as the string rules are."""
+    def string_body(self, spec: StringSpec) -> ra.Node:
+        """What may stand between the quotes under `spec` (in any JSON spelling of each character).
+        Kept per process, as the string rules are, and so is a cap's TooLarge (string_spec tries
+        each spec with a length beside a pattern once)."""
         key = (spec, self.max_states)
-        if key not in _BODIES:
+        hit = _BODIES.get(key)
+        if hit is None:
             try:
-                body = self._string_body(spec)
-            except TooLarge:
+                hit = self._string_body(spec)
+            except TooLarge as err:
                 deadline.check()  # a passed deadline is this compile's, not the spec's: not kept
-                if not ((spec.patterns or spec.formats) and (spec.lo or spec.hi is not None)):
-                    raise
-                body = None
+                hit = err
             if len(_BODIES) > 4096:
                 _BODIES.clear()
-            _BODIES[key] = body
-        return _BODIES[key]
+            _BODIES[key] = hit
+        if isinstance(hit, TooLarge):
+            raise TooLarge(str(hit))
+        return hit
 
     def _string_body(self, spec: StringSpec) -> ra.Node:
         from kvx.grammar.schema.formats import format_dfa
