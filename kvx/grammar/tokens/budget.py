@@ -42,22 +42,20 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     """Fewest bytes (each from `usable`) from every state to the end of its rule; INF if none."""
     n = program.num_states
     reps = _class_reps(program, usable)
+    # the call edges (calling state, the callee's start, the return state)
+    call_src = np.repeat(np.arange(n, dtype=np.int64), np.diff(program.call_ptr))
+    call_start = program.rule_start[program.call_rule].astype(np.int64)
+    call_ret = program.call_ret.astype(np.int64)
     compiled = graph_kernels.kernels()
     if compiled is not None:  # Dijkstra, O(edges log edges): no deadline to look at
-        call_src = np.repeat(np.arange(n, dtype=np.int64), np.diff(program.call_ptr))
         return compiled.distances(np.ascontiguousarray(program.trans, dtype=np.int32), reps.astype(np.int64),
-                                  np.asarray(program.final, dtype=bool), call_src,
-                                  program.rule_start[program.call_rule].astype(np.int64),
-                                  program.call_ret.astype(np.int64), int(INF))
+                                  np.asarray(program.final, dtype=bool), call_src, call_start, call_ret, int(INF))
     flat = program.trans[:, reps].ravel()
     live = np.flatnonzero(flat >= 0)  # most (state, class) pairs are dead: no [n x classes] source array
     dst, src = flat[live].astype(np.int64), live // max(len(reps), 1)
     preds = src[np.argsort(dst, kind="stable")]
     counts = np.bincount(dst, minlength=n)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    call_src = np.repeat(np.arange(n, dtype=np.int64), np.diff(program.call_ptr))
-    call_start = program.rule_start[program.call_rule].astype(np.int64)
-    call_ret = program.call_ret.astype(np.int64)
     dist = np.full(n, INF, dtype=np.int32)
     known = np.zeros(n, dtype=bool)  # dist < INF, kept up to date (no [n] pass per level)
     here = np.zeros(n, dtype=bool)  # the frontier as a mask, cleared after use
