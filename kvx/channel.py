@@ -8,7 +8,8 @@ whole text, not win one token (Min et al. 2022, "Noisy Channel Language Model Pr
 record costs one scoring request per value (its first CHANNEL_TOKENS text tokens, teacher-forced:
 SamplingParams.score_from), run before the record is decoded; at the field's ranked choice the
 value's score adds CHANNEL_WEIGHT x its channel log-probability (normalised over the values) to
-the calibrated one.
+the calibrated one. With `--mentions` (the default) the hook also adds MENTION_WEIGHT x how much the
+record's text names each value's words (kvx/mentions.py): no model call, the whole text.
 
 Fields scored: the schema's top-level properties whose `enum` (directly or through a local `$ref`)
 lists 2 to MAX_VALUES strings, in schema order while the record's scoring requests stay within
@@ -28,6 +29,7 @@ from functools import cached_property
 from typing import Any, Callable, Protocol
 
 from kvx.engine.api import ChoiceHook, Request, SamplingParams
+from kvx.mentions import MENTION_WEIGHT, value_mentions
 from kvx.schema_text import Resolve, optional_branch, resolver, top_level_properties
 
 CHANNEL_TOKENS = 64  # text tokens scored per value: the start of a text names its subject (96: no better)
@@ -93,9 +95,14 @@ class Encoder(Protocol):  # what the channel needs of a tokenizer
 
 @dataclass
 class ChannelScores:
-    """One record's log p(text | value) per field and value (a field missing: not scored)."""
+    """One record's log p(text | value) per field and value (a field missing: not scored), and its
+    text's mention score of each value (kvx/mentions.py; empty: --no-mentions)."""
 
     fields: dict[str, list[float]] = field(default_factory=dict)
+    mentions: dict[str, list[float]] = field(default_factory=dict)
+
+    def with_mentions(self, enum: list[EnumField], text: str) -> ChannelScores:
+        return ChannelScores(self.fields, {f.name: value_mentions(f.values, text) for f in enum})
 
 
 def scoring_requests(fields: list[EnumField], tokenizer: Encoder, text: str, key: str,
@@ -184,7 +191,8 @@ def point_owners(results: list, decode: Callable[[list[int]], str]) -> dict[tupl
 @dataclass
 class ChannelHook:
     """A ChoiceHook: the base hook's scores (calibration, or the log-probabilities as they are),
-    plus CHANNEL_WEIGHT x the normalised channel log-probability where the point is a scored field.
+    plus CHANNEL_WEIGHT x the normalised channel log-probability and MENTION_WEIGHT x the mention
+    score where the point is a scored field's.
     Plain data, so it travels to Ray replicas with its request."""
 
     fields: list[EnumField]
@@ -195,23 +203,28 @@ class ChannelHook:
 
     def scores(self, key: tuple, labels: list[bytes], logprobs: list[float]) -> list[float]:
         out = self.base.scores(key, labels, logprobs) if self.base is not None else list(logprobs)
-        channel = self._channel(key, labels)
-        if channel is None:
+        f = self._field(key, labels)
+        if f is None:
+            return out
+        values = [f.spellings[label] for label in labels]
+        channel, mentions = self.scores_of.fields.get(f.name), self.scores_of.mentions.get(f.name)
+        if channel is None and mentions is None:
             return out
         self.used += 1
-        return [s + CHANNEL_WEIGHT * c for s, c in zip(out, channel)]
+        if channel is not None:
+            raw = [channel[i] for i in values]
+            top = max(raw)
+            norm = top + math.log(sum(math.exp(x - top) for x in raw))
+            out = [s + CHANNEL_WEIGHT * (x - norm) for s, x in zip(out, raw)]
+        if mentions is not None:
+            out = [s + MENTION_WEIGHT * mentions[i] for s, i in zip(out, values)]
+        return out
 
-    def _channel(self, key: tuple, labels: list[bytes]) -> list[float] | None:
-        """The normalised channel log-probabilities of `labels` at the point `key`, or None where
-        the point is no scored field's: its owner (point_owners) is another field or none, or,
-        for a point of unknown owner, no scored field offers exactly these values (the open rest
-        b"" or an unknown value) or two could (`impact` and `urgency` both low/medium/high)."""
+    def _field(self, key: tuple, labels: list[bytes]) -> EnumField | None:
+        """The scored field whose value `labels` choose at the point `key`, or None: its owner
+        (point_owners) is another field or none, or, for a point of unknown owner, no scored field
+        offers exactly these values (the open rest b"" or an unknown value) or two could (`impact`
+        and `urgency` both low/medium/high)."""
         owned = [f for f in self.fields if f.name == self.owners[key]] if key in self.owners else self.fields
         matching = [f for f in owned if all(label in f.spellings for label in labels)]
-        if len(matching) != 1 or matching[0].name not in self.scores_of.fields:
-            return None
-        f = matching[0]
-        raw = [self.scores_of.fields[f.name][f.spellings[label]] for label in labels]
-        top = max(raw)
-        norm = top + math.log(sum(math.exp(x - top) for x in raw))
-        return [x - norm for x in raw]
+        return matching[0] if len(matching) == 1 else None

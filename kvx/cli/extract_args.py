@@ -22,6 +22,7 @@ class ExtractArgs:
     no_schema_prompt: bool
     schema_style: str
     choices: str
+    mentions: bool
     truncate: str
     copy_guard: bool
     ungrounded: str

@@ -76,7 +76,7 @@ def check_job_options(a: ExtractArgs) -> JobSettings:
     if a.force and not a.resume:
         raise ConfigError("--force only applies to --resume (without --resume the output is replaced anyway)")
     return JobSettings(max_tokens=a.max_tokens, retries=a.retries, seed=a.seed,
-                       choices=check_choice(a.choices, ChoiceMode, "choices"),
+                       choices=check_choice(a.choices, ChoiceMode, "choices"), mentions=a.mentions,
                        truncate=check_choice(a.truncate, Truncate, "truncate"), copy_guard=a.copy_guard,
                        ungrounded=check_choice(a.ungrounded, Ungrounded, "ungrounded"),
                        no_repeat_ngram=a.no_repeat_ngram, cut_text=check_choice(a.cut_text, CutText, "cut_text"),

@@ -216,7 +216,10 @@ class Job:
             self.outcome.channel_prompt_tokens += u.prompt_tokens
         scores = collect(self._channel, results)
         for key, a in by_key.items():
-            a.hook = ChannelHook(self._channel, scores.get(key, ChannelScores()), self.calibration, self._owners)
+            got = scores.get(key, ChannelScores())
+            if self.settings.mentions:
+                got = got.with_mentions(self._channel, a.text)
+            a.hook = ChannelHook(self._channel, got, self.calibration, self._owners)
 
     def _phase(self, what: str) -> None:
         if self.listener is not None:
