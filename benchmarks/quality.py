@@ -14,7 +14,8 @@ benchmarks/extract.py, not here) on `../shared/eval/complaints-dev.jsonl` with i
              ranked by total log-probability; ranked against a content-free prompt (contextual
              calibration); calibrated plus log p(text | "field: value") for enum fields (kvx/channel.py)
              and how much the text names each value's words (kvx/mentions.py)
-  fields-channel-nomention   `--no-mentions`: the channel without the mention scores
+  fields-*-nomention   `--no-mentions`: calibrated or channel without the mention scores (the
+             other calibrated and channel runs have them, the default)
   *-greedy, fields-channel-keep, example-before   `--ungrounded keep`: company names and amounts
              the text does not hold are kept (kvx before issue 17); the other runs write null there
              (kvx/grounding.py, the default)
@@ -74,7 +75,8 @@ DIGITS = ["--no-copy-digits"]  # free text may write digits its text lacks
 BEFORE = [*KEEP, *UNGUARDED, *UNCUT, *DIGITS]  # kvx before issue 17 kept every value, let text loop, left it cut
 RUNS = [Run(f"{style}-{mode}", ["--schema-style", style, "--choices", mode, *(BEFORE if mode == "greedy" else [])])
         for style in ("json", "fields") for mode in ("greedy", "rank", "calibrated", "channel")]
-RUNS += [Run("fields-channel-nomention", ["--schema-style", "fields", "--choices", "channel", "--no-mentions"]),
+RUNS += [Run("fields-calibrated-nomention", ["--schema-style", "fields", "--choices", "calibrated", "--no-mentions"]),
+         Run("fields-channel-nomention", ["--schema-style", "fields", "--choices", "channel", "--no-mentions"]),
          Run("fields-channel-keep", ["--schema-style", "fields", "--choices", "channel", *KEEP]),
          Run("fields-channel-loop", ["--schema-style", "fields", "--choices", "channel", *UNGUARDED]),
          Run("fields-channel-uncut", ["--schema-style", "fields", "--choices", "channel", *UNCUT]),

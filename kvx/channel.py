@@ -9,7 +9,8 @@ record costs one scoring request per value (its first CHANNEL_TOKENS text tokens
 SamplingParams.score_from), run before the record is decoded; at the field's ranked choice the
 value's score adds CHANNEL_WEIGHT x its channel log-probability (normalised over the values) to
 the calibrated one. With `--mentions` (the default) the hook also adds MENTION_WEIGHT x how much the
-record's text names each value's words (kvx/mentions.py): no model call, the whole text.
+record's text names each value's words (kvx/mentions.py): no model call, the whole text; under
+`--choices calibrated` a record's hook holds those alone.
 
 Fields scored: the schema's top-level properties whose `enum` (directly or through a local `$ref`)
 lists 2 to MAX_VALUES strings, in schema order while the record's scoring requests stay within

@@ -1,4 +1,5 @@
-"""How much a record's text names each value of an enum field (`--choices channel --mentions`).
+"""How much a record's text names each value of an enum field (`--mentions`, with `--choices
+calibrated` or `channel`).
 
 A 135M model hears the subject of a text faintly: a complaint that says "mortgage" six times gets
 "credit reporting" from it all the same. The words of the values themselves are a signal no
@@ -6,7 +7,7 @@ decoder reads: the mention score of a value is, over its words, the mean of
 idf(word) x log(1 + count of the word in the text), where idf = log(values / values holding the
 word): a word every value shares ("loan" in three loan types of nine counts less, "account" in
 one value of nine counts fully) tells them apart by nothing. The channel hook adds MENTION_WEIGHT
-x that score to the field's choice (kvx/channel.py), so a value the text keeps naming wins unless
+x that score to the field's choice (ChannelHook, kvx/channel.py), so a value the text keeps naming wins unless
 the model is sure otherwise; where the text names no value's words the model decides alone.
 
 Words are compared by a light stem (plural, -ing, -ed, -er, -ion endings stripped; a stem of five

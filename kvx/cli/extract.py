@@ -38,8 +38,8 @@ def extract(
     choices: str = typer.Option(JobSettings.choices, help="Closed choices (enums, true/false, null or a value): greedy, "
                                 "rank (whole values by likelihood), calibrated (rank against a content-free prompt) or channel "
                                 "(calibrated, plus how likely the text is under each value of an enum field)."),
-    mentions: bool = typer.Option(JobSettings.mentions, "--mentions/--no-mentions", help="With --choices channel: an "
-                                  "enum value whose words the text keeps using gains against the others (the model "
+    mentions: bool = typer.Option(JobSettings.mentions, "--mentions/--no-mentions", help="With --choices calibrated or "
+                                  "channel: an enum value whose words the text keeps using gains against the others (the model "
                                   "decides where the text names none)."),
     truncate: str = typer.Option(JobSettings.truncate, help="A text too long for the context: none (error row), or keep its "
                                  "head, tail or middle (both ends)."),

@@ -80,7 +80,7 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "calibration_points": outcome.calibration_points,
         "channel_requests": outcome.channel_requests,
         "channel_prompt_tokens": outcome.channel_prompt_tokens,
-        "mentions": settings.mentions and settings.choices == "channel",
+        "mentions": settings.mentions and settings.choices in ("calibrated", "channel"),
         "truncate": settings.truncate,
         "truncated_records": outcome.truncated_records,
         "truncated_tokens": outcome.truncated_tokens,
@@ -143,10 +143,9 @@ def print_summary(stats: dict) -> None:
     rows += fleet_rows(e)
     if stats["choices"] != "greedy":
         rows.append(("ranked choices", f"{e.get('ranked_choices', 0)} ({e.get('choices_overruling_greedy', 0)} "
-                                       f"unlike greedy; {stats['choices']})"))
+                                       f"unlike greedy; {stats['choices']}" + ", --mentions" * bool(stats["mentions"]) + ")"))
     if stats["channel_requests"]:
-        rows.append(("channel scoring", f"{stats['channel_requests']} requests, {stats['channel_prompt_tokens']:,} tokens"
-                                        + ", with the values the texts name (--mentions)" * bool(stats["mentions"])))
+        rows.append(("channel scoring", f"{stats['channel_requests']} requests, {stats['channel_prompt_tokens']:,} tokens"))
     if stats["truncated_records"]:
         rows.append(("truncated", f"{stats['truncated_records']} records, {stats['truncated_tokens']} tokens cut "
                                   f"(--truncate {stats['truncate']})"))

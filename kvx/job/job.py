@@ -9,7 +9,9 @@ the job stops, keeps what was committed and reports the failure in its outcome.
 The greedy first try ranks closed choices (`--choices`, kvx/engine/choices.py); with `calibrated`
 the job first decodes the content-free prompts that calibrate them (kvx/engine/calibration.py);
 `channel` also scores each record's text under every value of its enum fields (kvx/channel.py),
-in windows of CHANNEL_WINDOW records: a window's scoring requests run, then its records.
+in windows of CHANNEL_WINDOW records: a window's scoring requests run, then its records. With
+`--mentions` (calibrated or channel) each record's hook also weighs the enum values its text names
+(kvx/mentions.py).
 A record text too long for the context is cut (`--truncate`) or becomes an error row. With
 `--examples`, ok records are checked for values copied from the examples (kvx/copy_check.py).
 Greedy decodes carry token guards: no loops in free text (kvx/repeat_guard.py), no digits a
@@ -109,7 +111,11 @@ class Job:
         self._constraints: dict[int, Callable[[], Constraint] | None] = {}  # max_tokens -> constraint factory
         self._figures_started = False  # the engine's figures were reset for this job (its first run)
         self._exhausted = False  # every input record has been read
-        self._channel = enum_fields(checker.validator.schema) if settings.choices == "channel" else []
+        # the top-level enums scored per record: by the channel (--choices channel) and by the values
+        # their text names (--mentions, with calibrated or channel)
+        scored = settings.choices == "channel" or (settings.choices == "calibrated" and settings.mentions)
+        self._enums = enum_fields(checker.validator.schema) if scored else []
+        self._channel = settings.choices == "channel" and bool(self._enums)
         self._owners: dict[tuple, str | None] = {}  # choice point -> its top-level field (channel.point_owners)
         self.grounding = Grounding.of(checker.validator.schema)
         self.text_cut = TextCut.of(checker.validator.schema)
@@ -157,7 +163,7 @@ class Job:
                 requests.append(Request(id=f"content-free-{i}", prompt_ids=ids, sampling=SamplingParams(max_tokens=room),
                                         constraint=self._constraint(room)))
         results = self.calibration.learn(self.runtime.engine, requests)
-        if self._channel:
+        if self._enums:
             self._owners = point_owners(results, self.builder.tokenizer.decode)
         self._figures_started = True
         self.outcome.calibration_points = self.calibration.num_points
@@ -204,7 +210,7 @@ class Job:
     def _score_channel(self, attempts: list[Attempt]) -> None:
         tokenizer, context = self.builder.tokenizer, self.runtime.max_model_len
         by_key = {str(a.record.index): a for a in attempts}
-        reqs = [r for key, a in by_key.items() for r in scoring_requests(self._channel, tokenizer, a.text, key, context)]
+        reqs = [r for key, a in by_key.items() for r in scoring_requests(self._enums, tokenizer, a.text, key, context)]
         self.outcome.channel_requests += len(reqs)
         if reqs:
             self._phase(f"channel: scoring {len(reqs)} prompts for the next {len(attempts)} records")
@@ -214,12 +220,16 @@ class Job:
             u = r.usage
             by_key[r.user_data[0]].usage.add(u.prompt_tokens, u.cached_prompt_tokens, u.generated_tokens)
             self.outcome.channel_prompt_tokens += u.prompt_tokens
-        scores = collect(self._channel, results)
+        scores = collect(self._enums, results)
         for key, a in by_key.items():
-            got = scores.get(key, ChannelScores())
-            if self.settings.mentions:
-                got = got.with_mentions(self._channel, a.text)
-            a.hook = ChannelHook(self._channel, got, self.calibration, self._owners)
+            a.hook = self._record_hook(scores.get(key, ChannelScores()), a.text)
+
+    def _record_hook(self, scores: ChannelScores, text: str) -> ChannelHook:
+        """A record's own choice hook: the calibration, plus its channel scores and, with --mentions,
+        the values its text names."""
+        if self.settings.mentions:
+            scores = scores.with_mentions(self._enums, text)
+        return ChannelHook(self._enums, scores, self.calibration, self._owners)
 
     def _phase(self, what: str) -> None:
         if self.listener is not None:
@@ -278,8 +288,13 @@ class Job:
             sampling.seed = zlib.crc32(f"{s.seed}:{attempt.record.id}:{attempt.number}".encode())
         return Request(id=f"{attempt.record.index}.{attempt.number}", prompt_ids=attempt.prompt_ids,
                        sampling=sampling, constraint=self._constraint(attempt.max_tokens),
-                       choice_hook=attempt.hook or self.calibration, token_veto=self._guard(attempt),
+                       choice_hook=self._hook(attempt), token_veto=self._guard(attempt),
                        user_data=attempt)
+
+    def _hook(self, attempt: Attempt) -> ChoiceHook | None:
+        if attempt.hook is None and self._enums and not self._channel:  # calibrated, with --mentions
+            attempt.hook = self._record_hook(ChannelScores(), attempt.text)
+        return attempt.hook or self.calibration
 
     def _guard(self, attempt: Attempt) -> TokenVeto | None:
         """With a grammar (whose vocabulary spells the tokens): no loops in free text or keys, no digits

@@ -23,7 +23,7 @@ class JobSettings:
     retry_top_p: float = 0.95
     seed: int = 0
     choices: ChoiceMode = "channel"
-    mentions: bool = True  # with channel: values the text keeps naming gain (kvx/mentions.py)
+    mentions: bool = True  # with calibrated or channel: values the text keeps naming gain (kvx/mentions.py)
     truncate: Truncate = "none"
     copy_guard: bool = True  # with --examples: veto values copied from them (kvx/copy_check.py)
     ungrounded: Ungrounded = "null"  # a nullable field's value its text lacks (kvx/grounding.py)

@@ -196,9 +196,10 @@ def test_strings_hold_only_digits_of_their_text(tmp_path, tiny_gguf):
     assert invented >= 3  # the model invents digits by itself
 
 
-def test_values_the_text_keeps_naming_win_with_mentions(tmp_path, tiny_gguf):
-    """--mentions (the default with channel): each text names one kind 30 times and the record takes
-    it, against the random model's lean of ~10 nats; without them the model's choice stays."""
+@pytest.mark.parametrize("choices", ["calibrated", "channel"])
+def test_values_the_text_keeps_naming_win_with_mentions(tmp_path, tiny_gguf, choices):
+    """--mentions (the default): each text names one kind 30 times and the record takes it, against
+    the random model's lean of ~10 nats; without them the model's choice stays."""
     (tmp_path / "s.json").write_text(json.dumps(SCHEMA))
     named = ["alpha", "beta", "gamma-ray"]
     texts = [" ".join([v] * 30) for v in named]
@@ -207,7 +208,8 @@ def test_values_the_text_keeps_naming_win_with_mentions(tmp_path, tiny_gguf):
     def kinds(*extra):
         out = tmp_path / f"out{len(extra)}.jsonl"
         code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf), "-o", str(out),
-                     "--system", "Extract.", "--max-tokens", "60", "--ordered", "-q", "--kv-memory", "16MiB", *extra])
+                     "--system", "Extract.", "--max-tokens", "60", "--ordered", "-q", "--kv-memory", "16MiB",
+                     "--choices", choices, *extra])
         assert code == 0
         return [r["record"]["kind"] for r in read_jsonl(out)]
 
