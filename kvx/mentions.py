@@ -1,19 +1,20 @@
 """How much a record's text names each value of an enum field (`--mentions`, with `--choices
 calibrated` or `channel`).
 
-A 135M model hears the subject of a text faintly: a complaint that says "mortgage" six times gets
-"credit reporting" from it all the same. The words of the values themselves are a signal no
-decoder reads: the mention score of a value is, over its words, the mean of
+A 135M model hears the subject of a text faintly (the labelled complaints: 58% balanced product
+accuracy with the channel alone). The words of the values themselves are a signal no decoder
+reads: the mention score of a value is, over its words, the mean of
 idf(word) x log(1 + count of the word in the text), where idf = log(values / values holding the
-word): a word every value shares ("loan" in three loan types of nine counts less, "account" in
-one value of nine counts fully) tells them apart by nothing. The channel hook adds MENTION_WEIGHT
-x that score to the field's choice (ChannelHook, kvx/channel.py), so a value the text keeps naming wins unless
-the model is sure otherwise; where the text names no value's words the model decides alone.
+word): a word every value shares tells them apart by nothing ("loan", in three loan types of nine,
+counts less than "mortgage", in one). The channel hook (ChannelHook, kvx/channel.py) adds
+MENTION_WEIGHT x that score to the field's choice, so a value the text keeps naming wins unless the
+model is sure otherwise; where the text names no value's words the model decides alone.
 
 Words are compared by a light stem (plural, -ing, -ed, -er, -ion endings stripped; a stem of five
 letters or more also matches its longer forms: "collect" ~ "collector", "report" ~ "reporting").
 Function words and words under three letters never count ("no" and "other" are in most texts).
-English only: other languages' texts seldom spell the enum's words, so their choices stay the model's.
+The endings are English ones: in another language, only a value's words as written (or their
+longer forms) count.
 """
 from __future__ import annotations
 
