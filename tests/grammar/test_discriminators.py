@@ -86,3 +86,14 @@ def test_numbers_meet_integers():
     schema = {"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
                         {"anyOf": [{"type": "number"}, {"type": "boolean"}]}]}
     _agrees(schema, ["3", "1.5", '"x"', "true", "null"])
+
+
+def test_object_values_equal_whatever_their_key_order_are_one_value():
+    """`const` and `enum` naming the same object in two key orders agree: the conjunction holds
+    (it used to be dropped as asking the key for two values, and the schema refused as empty)."""
+    schema = {"type": "object", "required": ["k"],
+              "allOf": [{"properties": {"k": {"const": {"a": 1, "b": 2}}}},
+                        {"anyOf": [{"properties": {"k": {"enum": [{"b": 2, "a": 1}]}}},
+                                   {"properties": {"k": {"type": "integer"}}, "required": ["z"]}]},
+                        {"anyOf": [{"required": ["k"]}, {"required": ["q"]}]}]}
+    _agrees(schema, ['{"k":{"a":1,"b":2}}', '{"k":{"a":1,"b":3}}', '{"k":1,"z":0}', '{}'])

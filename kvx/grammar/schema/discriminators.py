@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from kvx.grammar.automata import deadline
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.refs import DanglingRef, Document, escape
-from kvx.grammar.schema.values import dumps
+from kvx.grammar.schema.values import canonical
 
 MAX_HOPS = 8  # $ref / kvx:ref / one-branch anyOf links followed to find a key's values
 
@@ -162,6 +162,6 @@ def _values(doc: Document, ptr: str, hops: int) -> tuple[frozenset | None, froze
 
 def _text(value) -> str:
     try:
-        return dumps(value)
+        return canonical(value)
     except ValueError:  # NaN and the like: never equal to a JSON value
         return repr(value)
