@@ -80,7 +80,7 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "calibration_points": outcome.calibration_points,
         "channel_requests": outcome.channel_requests,
         "channel_prompt_tokens": outcome.channel_prompt_tokens,
-        "mentions": settings.mentions and settings.choices in ("calibrated", "channel"),
+        "mentions": settings.uses_mentions,
         "truncate": settings.truncate,
         "truncated_records": outcome.truncated_records,
         "truncated_tokens": outcome.truncated_tokens,

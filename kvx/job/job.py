@@ -62,7 +62,7 @@ class Attempt:
     number: int = 0  # 0 = the greedy first try
     usage: RowUsage = field(default_factory=RowUsage)
     text: str = ""  # the record's text (its user turn), read by the token guards, the channel scores and the grounding check
-    hook: ChoiceHook | None = None  # its own (channel scores); None: the job's (calibration)
+    hook: ChoiceHook | None = None  # its own (channel scores, mentions); None: the job's (calibration)
     codes: CodeSpans | None = None  # its text's spans for the schema's code fields, where it has some (--copy-codes)
 
 
@@ -113,7 +113,7 @@ class Job:
         self._exhausted = False  # every input record has been read
         # the top-level enums scored per record: by the channel (--choices channel) and by the values
         # their text names (--mentions, with calibrated or channel)
-        scored = settings.choices == "channel" or (settings.choices == "calibrated" and settings.mentions)
+        scored = settings.choices == "channel" or settings.uses_mentions
         self._enums = enum_fields(checker.validator.schema) if scored else []
         self._channel = settings.choices == "channel" and bool(self._enums)
         self._owners: dict[tuple, str | None] = {}  # choice point -> its top-level field (channel.point_owners)
@@ -227,7 +227,7 @@ class Job:
     def _record_hook(self, scores: ChannelScores, text: str) -> ChannelHook:
         """A record's own choice hook: the calibration, plus its channel scores and, with --mentions,
         the values its text names."""
-        if self.settings.mentions:
+        if self.settings.uses_mentions:
             scores = scores.with_mentions(self._enums, text)
         return ChannelHook(self._enums, scores, self.calibration, self._owners)
 
@@ -255,6 +255,8 @@ class Job:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
                                       f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
         attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=user)
+        if self._enums and not self._channel:  # calibrated with --mentions (channel: once its window is scored)
+            attempt.hook = self._record_hook(ChannelScores(), user)
         if self.codes:
             spans = CodeSpans.of(self.codes, user)
             attempt.codes = spans if spans.spans else None
@@ -288,13 +290,8 @@ class Job:
             sampling.seed = zlib.crc32(f"{s.seed}:{attempt.record.id}:{attempt.number}".encode())
         return Request(id=f"{attempt.record.index}.{attempt.number}", prompt_ids=attempt.prompt_ids,
                        sampling=sampling, constraint=self._constraint(attempt.max_tokens),
-                       choice_hook=self._hook(attempt), token_veto=self._guard(attempt),
+                       choice_hook=attempt.hook or self.calibration, token_veto=self._guard(attempt),
                        user_data=attempt)
-
-    def _hook(self, attempt: Attempt) -> ChoiceHook | None:
-        if attempt.hook is None and self._enums and not self._channel:  # calibrated, with --mentions
-            attempt.hook = self._record_hook(ChannelScores(), attempt.text)
-        return attempt.hook or self.calibration
 
     def _guard(self, attempt: Attempt) -> TokenVeto | None:
         """With a grammar (whose vocabulary spells the tokens): no loops in free text or keys, no digits

@@ -31,3 +31,8 @@ class JobSettings:
     cut_text: CutText = "sentence"  # free text cut at its maxLength ends at its last full sentence (kvx/cut_text.py)
     copy_codes: bool = True  # a string field with a pattern writes a span of its text (kvx/code_spans.py)
     copy_digits: bool = True  # a string value's runs of digits are runs of its text (kvx/digit_guard.py)
+
+    @property
+    def uses_mentions(self) -> bool:
+        """Whether ranked enum choices weigh the values a record's text names (kvx/mentions.py)."""
+        return self.mentions and self.choices in ("calibrated", "channel")

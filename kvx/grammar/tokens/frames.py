@@ -52,14 +52,14 @@ def boundary_of(program: Program) -> Boundary:
     states = np.flatnonzero(has_calls | pops)
     row = np.full(program.num_states, -1, dtype=np.int64)
     row[states] = np.arange(len(states))
-    # a calling state's row: the first bytes of all its callees (one reduceat over the call edges)
-    calling = np.flatnonzero(has_calls & ~pops)
     table = np.zeros((len(states), 256), dtype=bool)
-    table[row[pops]] = True
-    if len(calling):
+    with_calls = np.flatnonzero(has_calls)
+    if len(with_calls):  # a calling state's row: the first bytes of all its callees
         deadline.check()
         firsts = program.trans[program.rule_start[program.call_rule]] >= 0  # [M, 256]
-        table[row[calling]] = np.logical_or.reduceat(firsts, program.call_ptr[calling], axis=0)
+        # one segment per state with calls: the states between have none, so each ends where the next begins
+        table[row[with_calls]] = np.logical_or.reduceat(firsts, program.call_ptr[with_calls], axis=0)
+    table[row[pops]] = True
     return Boundary(row, table)
 
 
