@@ -162,3 +162,55 @@ def test_column_classes_match_numpy(numpy_only):
             want = numpy_only(cdfa.column_classes, mat.astype(dtype))
             got = cdfa.column_classes(mat.astype(dtype))
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_trim_matches_numpy_search(numpy_only):
+    rng = np.random.default_rng(13)
+    for _ in range(300):
+        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+        trans, acc = _random_dfa(rng, n, k)
+        trans[rng.random((n, k)) < 0.4] = -1  # dead ends and unreachable parts
+        start, cob = int(rng.integers(0, n)), rng.integers(0, k, 256)
+        for all_live in (False, True):
+            want = numpy_only(cdfa.trim, trans, acc, start, cob, all_live)
+            got = cdfa.trim(trans, acc, start, cob, all_live)
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert np.array_equal(got.trans, want.trans) and np.array_equal(got.accepting, want.accepting)
+                assert got.start == want.start
+
+
+def test_product_matches_numpy_walk(numpy_only):
+    """Intersections and differences of random regexes: the same table, state for state, as the
+    numpy walk, and the language the operands give on short strings."""
+    from kvx.grammar.automata import dfa_ops
+
+    rng = random.Random(17)
+    for _ in range(150):
+        a, b = compose.fast_compile(random_regex(rng)), compose.fast_compile(random_regex(rng))
+        if a is None or b is None:
+            continue
+        for mode in ("and", "minus"):
+            want = numpy_only(dfa_ops.product, a, b, mode)
+            got = dfa_ops.product(a, b, mode)
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert np.array_equal(got.trans, want.trans) and np.array_equal(got.accepting, want.accepting)
+                assert np.array_equal(got.cob, want.cob) and got.start == want.start
+            for text in ("", "a", "ab", "ba", "abc", "aab", "0", "a0b"):
+                data = text.encode()
+                inside = got is not None and got.accepts(data)
+                assert inside == (a.accepts(data) and (b.accepts(data) if mode == "and" else not b.accepts(data)))
+
+
+def test_product_stops_at_its_cap_and_the_deadline():
+    from kvx.grammar.automata import deadline, dfa_ops
+    from kvx.grammar.errors import TooLarge
+
+    counter = compose.fast_compile(ra.rep(ra.chars("ab"), 0, 5000))  # 5,001 states, one per length
+    anything = compose.fast_compile(ra.star(ra.chars("ab")))
+    assert dfa_ops.product(counter, anything).num_states == 5001
+    with pytest.raises(TooLarge, match="more than 100 DFA states"):
+        dfa_ops.product(counter, anything, max_states=100)
+    with deadline.within(deadline.Deadline(-1.0)), pytest.raises(TooLarge, match="deadline"):
+        dfa_ops.product(counter, anything)

@@ -105,17 +105,23 @@ def trim(trans: np.ndarray, accepting: np.ndarray, start: int, cob: np.ndarray,
     """Keep states reachable from `start` that can reach acceptance; None if the language is empty.
     `all_live`: the caller knows every state can reach acceptance (only reachability is left)."""
     n = trans.shape[0]
-    rows, ks = np.nonzero(trans >= 0)
-    pairs = np.unique(rows.astype(np.int64) * n + trans[rows, ks])
-    src, dst = pairs // n, pairs % n
-    if all_live:
-        seen = reach(n, src, dst, np.array([start]))
-    else:
-        live = reach(n, dst, src, np.flatnonzero(accepting))
-        if not live[start]:
+    compiled = graph_kernels.kernels()
+    if compiled is not None:  # one pass over the table each way: no pair list to deduplicate
+        seen = compiled.trim(np.ascontiguousarray(trans), np.asarray(accepting, dtype=bool), int(start), all_live)
+        if not seen[start]:
             return None
-        ok = live[src] & live[dst]
-        seen = reach(n, src[ok], dst[ok], np.array([start]))
+    else:
+        rows, ks = np.nonzero(trans >= 0)
+        pairs = np.unique(rows.astype(np.int64) * n + trans[rows, ks])
+        src, dst = pairs // n, pairs % n
+        if all_live:
+            seen = reach(n, src, dst, np.array([start]))
+        else:
+            live = reach(n, dst, src, np.flatnonzero(accepting))
+            if not live[start]:
+                return None
+            ok = live[src] & live[dst]
+            seen = reach(n, src[ok], dst[ok], np.array([start]))
     keep = np.flatnonzero(seen)
     if len(keep) == n:
         return CDFA(trans.astype(np.int32, copy=False), accepting.astype(bool), int(start), cob)

@@ -42,6 +42,9 @@ class Composer:
         self.max_states = max_states
         self.memo: dict[int, tuple] = {}
         self.chains: dict[tuple, ra.Node] = {}
+        self.shapes: dict[int, tuple] = {}  # id(node) -> (node, its shape)
+        self.shape_ids: dict[tuple, int] = {}
+        self.by_shape: dict[int, CDFA | None] = {}
 
     def build(self, node: ra.Node) -> CDFA | None:
         hit = self.memo.get(id(node))
@@ -50,6 +53,38 @@ class Composer:
         dfa = self._build(node)
         self.memo[id(node)] = (node, dfa)  # holding the node keeps its id from being reused
         return dfa
+
+    def build_shared(self, node: ra.Node) -> CDFA | None:
+        """build(), and the same automaton (the same object) for a node of a shape built before: rule
+        bodies written apart from equal pieces (a big schema's many alike definitions) compose once,
+        and `link` merges the rules whose bodies are one object."""
+        shape = self.shape(node)
+        if shape not in self.by_shape:
+            self.by_shape[shape] = self.build(node)
+        return self.by_shape[shape]
+
+    def shape(self, node: ra.Node) -> int:
+        """A number per structure: equal numbers, equal languages. Byte classes compare by mask,
+        embedded automata by object, the rest by their parts."""
+        hit = self.shapes.get(id(node))
+        if hit is not None:
+            return hit[1]
+        # a part is its byte mask (>= 0) or -1 - its shape: most parts are single bytes of literals
+        part = lambda k: k.mask if k.__class__ is ra.Bytes else -1 - self.shape(k)
+        if isinstance(node, ra.Bytes):
+            key = (0, node.mask)
+        elif isinstance(node, ra.Embed):
+            key = (1, id(node) if node.dfa is None else id(node.dfa))  # the node (or DFA) is held below
+        elif isinstance(node, ra.Repeat):
+            key = (2, part(node.item), node.lo, node.hi)
+        elif isinstance(node, ra.Graph):
+            key = (3, node.num_states, node.finals,
+                   *[(a, b, None if lab is None else part(lab)) for a, b, lab in node.edges])
+        else:
+            key = (4 if isinstance(node, ra.Seq) else 5, *map(part, node.items))
+        shape = self.shape_ids.setdefault(key, len(self.shape_ids))
+        self.shapes[id(node)] = (node, shape)
+        return shape
 
     def _build(self, node: ra.Node) -> CDFA | None:
         if isinstance(node, ra.Bytes):

@@ -5,7 +5,7 @@ from typing import Optional
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata.cdfa import CDFA, column_classes, compact, repeat_char
 from kvx.grammar.automata.cdfa import trim as trim_classes
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
@@ -18,14 +18,24 @@ MINIMISE_UP_TO = 4096  # states
 
 def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = DEFAULT_MAX_STATES) -> CDFA | None:
     """Intersection ("and") or difference ("minus": a and not b) of two automata, over their joint
-    byte classes. Breadth-first over state pairs, a whole frontier of pairs at a time (numpy);
-    new pairs are numbered by a dict."""
+    byte classes. Breadth-first over state pairs, a whole frontier of pairs at a time, new pairs
+    numbered in key order per level: compiled (product_kernel.product_rows), or numpy per level."""
     a, b = compact(a), compact(b)
     reps, cob = column_classes(np.stack([a.cob, b.cob]))  # the joint byte classes
     nb = b.num_states
     ta = a.trans[:, a.cob[reps]].astype(np.int64)
     tb = np.concatenate([b.trans[:, b.cob[reps]], np.full((1, len(reps)), -1)]).astype(np.int64)
     tb = np.where(tb >= 0, tb, nb)  # b's dead state is row nb (it stays dead)
+    compiled = graph_kernels.kernels()
+    if compiled is not None:
+        c_order = np.ascontiguousarray  # the gathers above may come out column-major
+        status, trans, key_arr = compiled.product(c_order(ta), c_order(tb), nb, int(a.start) * (nb + 1) + int(b.start),
+                                                  mode == "minus", max_states)
+        if status == -2:
+            deadline.check()
+        if status < 0:
+            raise TooLarge(f"more than {max_states} DFA states")
+        return _product_result(a, b, mode, trans, key_arr, cob)
     index = {a.start * (nb + 1) + b.start: 0}
     keys = [a.start * (nb + 1) + b.start]
     rows = []
@@ -48,9 +58,14 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
         ids[live] = np.array([index[k] for k in uniq.tolist()], dtype=np.int64)[np.searchsorted(uniq, nxt[live])]
         rows.append(ids)
         frontier = np.array(fresh, dtype=np.int64)
-    trans = np.concatenate(rows).astype(np.int32)
-    key_arr = np.array(keys, dtype=np.int64)
-    xa, xb = key_arr // (nb + 1), key_arr % (nb + 1)
+    return _product_result(a, b, mode, np.concatenate(rows).astype(np.int32), np.array(keys, dtype=np.int64), cob)
+
+
+def _product_result(a: CDFA, b: CDFA, mode: str, trans: np.ndarray, keys: np.ndarray, cob: np.ndarray) -> CDFA | None:
+    """The product's pairs (keys a * (nb + 1) + b, numbered as `trans`) accept where a does and b
+    does ("and") or does not ("minus"); trimmed and minimised."""
+    nb = b.num_states
+    xa, xb = keys // (nb + 1), keys % (nb + 1)
     b_acc = np.append(b.accepting.astype(bool), False)
     accepting = a.accepting[xa] & (b_acc[xb] if mode == "and" else ~b_acc[xb])
     return trimmed_minimal(trans, accepting, 0, cob.astype(np.int64))

@@ -1,6 +1,7 @@
 """The automata's graph loops compiled with numba, in one place: reachability, Moore minimisation,
-byte distances, byte classes, `link`'s reading of call edges and spreading of rows, and the
-composer's subset construction (its own file: subset_kernel.py); numba itself comes from jit.py.
+byte distances, byte classes, `link`'s reading of call edges and spreading of rows, the composer's
+subset construction (its own file: subset_kernel.py), the trimming of whole DFAs and their product
+(product_kernel.py); numba itself comes from jit.py.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing
@@ -23,6 +24,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
+from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
 
 # states up to which Moore runs compiled, without looking at the compile's deadline (milliseconds at
@@ -38,6 +40,8 @@ class GraphKernels(NamedTuple):
     call_edges: object  # (table, cob, call) -> (edges [m, 3], spelling states [n] bool): pda._body
     spread: object  # (table, classes, offset, out [n, 256]) -> None: pda._concatenate
     column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
+    product: object  # dfa_ops.product's walk: product_kernel.product_rows
+    trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
 
 
 @functools.cache
@@ -46,7 +50,8 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(_reach, _moore, _distances, subsets, _call_edges, _spread, _column_classes)
+        built = GraphKernels(_reach, _moore, _distances, subsets, _call_edges, _spread, _column_classes,
+                             product_rows, _trim_keep)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -67,6 +72,9 @@ def _warm(k: GraphKernels) -> None:
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):
         k.column_classes(np.zeros((2, 256), dtype))
+    k.product(np.array([[1], [-1]], i64), np.array([[0], [1]], i64), 1, 0, False, 16)
+    for dtype in (i32, i64):
+        k.trim(np.array([[1], [-1]], dtype), np.array([False, True]), 0, False)
 
 
 @_jit
@@ -100,6 +108,46 @@ def _reach(n, src, dst, seeds):  # pragma: no cover - compiled
                 queue[tail] = t
                 tail += 1
     return seen
+
+@_jit
+def _trim_keep(trans, accepting, start, all_live):  # pragma: no cover - compiled
+    """cdfa.trim's states: those reachable from `start` through states that can reach acceptance
+    (`all_live`: the caller knows every state can), read off the table (no deduplicated pair list:
+    a third of a second on a 100,000-state product). All False when `start` cannot."""
+    n, k = trans.shape
+    if all_live:
+        live = np.ones(n, np.bool_)
+    else:  # backwards from the accepting states
+        cells = 0
+        for s in range(n):
+            for c in range(k):
+                cells += trans[s, c] >= 0
+        back_src, back_dst = np.empty(cells, np.int64), np.empty(cells, np.int64)
+        cells = 0
+        for s in range(n):
+            for c in range(k):
+                if trans[s, c] >= 0:
+                    back_src[cells], back_dst[cells] = trans[s, c], s
+                    cells += 1
+        live = _reach(n, back_src, back_dst, np.flatnonzero(accepting))
+    seen = np.zeros(n, np.bool_)
+    if not live[start]:
+        return seen
+    seen[start] = True
+    queue = np.empty(n, np.int64)
+    queue[0] = start
+    head, tail = 0, 1
+    while head < tail:
+        s = queue[head]
+        head += 1
+        for c in range(k):
+            t = trans[s, c]
+            if t >= 0 and live[t] and not seen[t]:
+                seen[t] = True
+                queue[tail] = t
+                tail += 1
+    return seen
+
 
 @_jit
 def _moore(trans, accepting, start):  # pragma: no cover - compiled

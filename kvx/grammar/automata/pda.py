@@ -27,7 +27,7 @@ import numpy as np
 
 from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import CDFA, reach, row_groups
+from kvx.grammar.automata.cdfa import CDFA, column_classes, reach, row_groups
 from kvx.grammar.errors import TooLarge
 
 CALL_BYTE = 0xFF  # not a UTF-8 byte: cannot clash with any JSON text
@@ -161,6 +161,10 @@ def _body(c: CDFA) -> _Body:
         entered[body.start] = True
         entered[body.edges[:, 2]] = True
         body = _keep(body, entered[:-1] | rows)
+        # the call bytes' classes are empty columns now: merged, so equal bodies calling other
+        # rule ids get equal tables (_merge_equal_rules compares them)
+        reps, of_class = column_classes(body.table)
+        body.table, body.classes = np.ascontiguousarray(body.table[:, reps]), of_class[body.classes]
     return body
 
 
@@ -195,14 +199,16 @@ def link(composed: list[CDFA | None]) -> Program | None:
     rules the document never reaches are dropped. None if the document itself cannot complete."""
     if sum(d.num_states for d in composed if d is not None) > MAX_STATES:
         raise TooLarge(f"more than {MAX_STATES} states in all rules")
-    bodies = []
+    read: dict[int, _Body] = {}  # a body composed once for several rules is read once
     for d in composed:
         deadline.check()
-        bodies.append(None if d is None else _body(d))
-    n_rules = len(bodies)
-    for b in bodies:
-        if b is not None:
-            b.edges = b.edges[b.edges[:, 1] < n_rules]
+        if d is not None and id(d) not in read:
+            read[id(d)] = _body(d)
+    n_rules = len(composed)
+    bodies = [None if d is None else read[id(d)] for d in composed]
+    for b in read.values():
+        b.edges = b.edges[b.edges[:, 1] < n_rules]
+    bodies = _merge_equal_rules(bodies)
     ok = _productive_rules(bodies)
     if not ok[0]:
         return None
@@ -212,6 +218,59 @@ def link(composed: list[CDFA | None]) -> Program | None:
     used = _called_from_root(bodies, ok)
     deadline.check()
     return _concatenate([b if used[r] else None for r, b in enumerate(bodies)])
+
+
+def _merge_equal_rules(bodies: list) -> list:
+    """Rules with equal bodies calling equal rules are one rule: each class keeps its first rule, the
+    others are dropped (None) and every call goes to the kept one. Classes are refined from equal
+    tables by their call edges (state, callee's class, return state), as Moore refines states, so
+    equal recursive rules merge too. The document (rule 0) stays apart: a callee's final states may
+    not continue."""
+    sizes: dict[tuple, list] = {}  # first by size (no copy of a table), then by content where sizes meet
+    for r, b in enumerate(bodies):
+        key = ("rule", r) if b is None or r == 0 else (b.table.shape, b.start, len(b.edges), int(b.final.sum()))
+        sizes.setdefault(key, []).append(r)
+    if len(sizes) == len(bodies):  # no two tables alike: nothing to merge
+        return bodies
+    tables: dict[tuple, int] = {}
+    cls = np.empty(len(bodies), dtype=np.int64)
+    for key, rules in sizes.items():
+        for r in rules:
+            b = bodies[r]
+            full = key if len(rules) == 1 else (key, b.table.tobytes(), b.final.tobytes(), b.classes.tobytes())
+            cls[r] = tables.setdefault(full, len(tables))
+    count = len(tables)
+    while True:
+        deadline.check()
+        refined: dict[tuple, int] = {}
+        new = np.empty_like(cls)
+        for r, b in enumerate(bodies):
+            calls = b""
+            if b is not None and len(b.edges):
+                callee = cls[b.edges[:, 1]]
+                order = np.lexsort((b.edges[:, 2], callee, b.edges[:, 0]))
+                calls = np.stack([b.edges[order, 0], callee[order], b.edges[order, 2]]).tobytes()
+            new[r] = refined.setdefault((int(cls[r]), calls), len(refined))
+        cls = new
+        if len(refined) == count:
+            break
+        count = len(refined)
+    keep = np.full(count, -1, dtype=np.int64)
+    for r in range(len(bodies)):
+        if keep[cls[r]] < 0:
+            keep[cls[r]] = r
+    alias = keep[cls]
+    if (alias == np.arange(len(bodies))).all():
+        return bodies
+    merged = []
+    for r, b in enumerate(bodies):
+        if b is None or alias[r] != r:
+            merged.append(None)
+            continue
+        edges = b.edges.copy()
+        edges[:, 1] = alias[edges[:, 1]]
+        merged.append(_Body(b.table, b.final, b.start, b.classes, edges))
+    return merged
 
 
 def _productive_rules(bodies: list) -> np.ndarray:

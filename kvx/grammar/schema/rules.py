@@ -83,7 +83,7 @@ class RuleBuilder:
 
     def _compile(self, node: ra.Node, where: str):
         try:
-            return self._composer.build(node)
+            return self._composer.build_shared(node)
         except TooLarge as err:
             raise too_large(self.doc.where(where), err) from None
 

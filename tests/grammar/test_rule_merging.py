@@ -1,0 +1,75 @@
+"""Rules with equal bodies calling equal rules are merged (pda._merge_equal_rules, the composer's
+shape memo): a big schema's alike definitions become one rule each, recursive ones included, and
+the merged program accepts exactly what jsonschema does on the cases below, as the unmerged one did."""
+import json
+
+import jsonschema
+import pytest
+
+from kvx.grammar import GrammarOptions
+from kvx.grammar.automata import compose, pda
+from kvx.grammar.schema.compiler import compile_program
+
+ITEM = {"type": "object", "properties": {"id": {"type": "integer"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["id"], "additionalProperties": False}
+# the same object written out at ten places, and two recursive lists alike in all but their names
+ALIKE = {
+    "type": "object",
+    "properties": {**{f"p{i}": json.loads(json.dumps(ITEM)) for i in range(10)},
+                   "left": {"$ref": "#/$defs/a"}, "right": {"$ref": "#/$defs/b"}},
+    "additionalProperties": False,
+    "$defs": {
+        "a": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/a"}},
+              "additionalProperties": False},
+        "b": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/b"}},
+              "additionalProperties": False},
+    },
+}
+CASES = [
+    '{}', '{"p0":{"id":1}}', '{"p3":{"id":2,"tags":["x"]},"p7":{"id":3}}', '{"p9":{"tags":[]}}',
+    '{"p1":{"id":1,"tags":[1]}}', '{"left":{"v":1,"next":{"v":2,"next":{}}}}',
+    '{"right":{"next":{"next":{"v":3}}}}', '{"right":{"next":{"w":1}}}', '{"left":{"next":{"next":[]}}}',
+    '{"p2":{"id":1},"left":{},"right":{"v":0}}', '{"p0":{"id":1,"x":2}}',
+]
+
+
+def _program(schema, merge: bool, monkeypatch):
+    with monkeypatch.context() as m:
+        if not merge:
+            m.setattr(pda, "_merge_equal_rules", lambda bodies: bodies)
+            m.setattr(compose.Composer, "build_shared", compose.Composer.build)
+        return compile_program(schema, GrammarOptions()).program
+
+
+def test_alike_rules_merge_and_accept_the_same(monkeypatch):
+    merged, plain = _program(ALIKE, True, monkeypatch), _program(ALIKE, False, monkeypatch)
+    # left: the document, the string rule, the top object, one item, one tag list, one recursive
+    # list (a and b, with their `next` slots)
+    assert merged.live_rules == 6 < plain.live_rules
+    assert merged.num_states < plain.num_states
+    lists = {k: ALIKE[k] for k in ("type", "$defs", "additionalProperties")}
+    lists["properties"] = {k: ALIKE["properties"][k] for k in ("left", "right")}
+    assert _program(lists, True, monkeypatch).live_rules == 3 < _program(lists, False, monkeypatch).live_rules
+    for text in CASES:
+        want = jsonschema.Draft202012Validator(ALIKE).is_valid(json.loads(text))
+        assert merged.accepts(text.encode()) == plain.accepts(text.encode()) == want, text
+
+
+@pytest.mark.parametrize("schema", [
+    # equal tables, different callees: the refinement keeps them apart
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
+                                      "b": {"type": "array", "items": {"type": "string"}}},
+     "additionalProperties": False},
+    # equal rules whose callees differ deeper down
+    {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+                                      "b": {"type": "array", "items": {"type": "array", "items": {"type": "boolean"}}}},
+     "additionalProperties": False},
+])
+def test_rules_calling_unequal_rules_stay_apart(schema, monkeypatch):
+    merged, plain = _program(schema, True, monkeypatch), _program(schema, False, monkeypatch)
+    assert merged.live_rules == plain.live_rules
+    texts = ['{"a":[1],"b":["x"]}', '{"a":["x"]}', '{"b":[1]}', '{"a":[[1]],"b":[[true]]}', '{"a":[[true]]}',
+             '{"b":[[1]]}']
+    for text in texts:
+        want = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+        assert merged.accepts(text.encode()) == want, text
