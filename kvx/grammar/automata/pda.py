@@ -161,10 +161,6 @@ def _body(c: CDFA) -> _Body:
         entered[body.start] = True
         entered[body.edges[:, 2]] = True
         body = _keep(body, entered[:-1] | rows)
-        # the call bytes' classes are empty columns now: merged, so equal bodies calling other
-        # rule ids get equal tables (_merge_equal_rules compares them)
-        reps, of_class = column_classes(body.table)
-        body.table, body.classes = np.ascontiguousarray(body.table[:, reps]), of_class[body.classes]
     return body
 
 
@@ -228,7 +224,7 @@ def _merge_equal_rules(bodies: list) -> list:
     not continue."""
     sizes: dict[tuple, list] = {}  # first by size (no copy of a table), then by content where sizes meet
     for r, b in enumerate(bodies):
-        key = ("rule", r) if b is None or r == 0 else (b.table.shape, b.start, len(b.edges), int(b.final.sum()))
+        key = ("rule", r) if b is None or r == 0 else (len(b.final), b.start, len(b.edges), int(b.final.sum()))
         sizes.setdefault(key, []).append(r)
     if len(sizes) == len(bodies):  # no two tables alike: nothing to merge
         return bodies
@@ -236,9 +232,7 @@ def _merge_equal_rules(bodies: list) -> list:
     cls = np.empty(len(bodies), dtype=np.int64)
     for key, rules in sizes.items():
         for r in rules:
-            b = bodies[r]
-            full = key if len(rules) == 1 else (key, b.table.tobytes(), b.final.tobytes(), b.classes.tobytes())
-            cls[r] = tables.setdefault(full, len(tables))
+            cls[r] = tables.setdefault(key if len(rules) == 1 else (key, *_content(bodies[r])), len(tables))
     count = len(tables)
     while True:
         deadline.check()
@@ -271,6 +265,14 @@ def _merge_equal_rules(bodies: list) -> list:
         edges[:, 1] = alias[edges[:, 1]]
         merged.append(_Body(b.table, b.final, b.start, b.classes, edges))
     return merged
+
+
+def _content(b: _Body) -> tuple[bytes, bytes, bytes]:
+    """A body's table over the classes of its columns, those classes and its final states: the call
+    bytes' classes are empty columns once the calls are read, merged here, so equal bodies that call
+    other rule ids compare equal."""
+    reps, of_class = column_classes(b.table)
+    return np.ascontiguousarray(b.table[:, reps]).tobytes(), of_class[b.classes].tobytes(), b.final.tobytes()
 
 
 def _productive_rules(bodies: list) -> np.ndarray:
