@@ -374,11 +374,12 @@ def _column_classes(mat):  # pragma: no cover - compiled
     classes = 0
     table = dict()  # column hash (probed linearly) -> class
     table[np.int64(-1)] = np.int64(-1)
+    hashes = np.full(cols, np.uint64(0xCBF29CE484222325))
+    for r in range(rows):  # row by row, in memory order: a tall table's columns are strided
+        for c in range(cols):
+            hashes[c] = (hashes[c] ^ np.uint64(mat[r, c] + 2)) * np.uint64(0x100000001B3)
     for c in range(cols):
-        x = np.uint64(0xCBF29CE484222325)
-        for r in range(rows):
-            x = (x ^ np.uint64(mat[r, c] + 2)) * np.uint64(0x100000001B3)
-        h = np.int64(x >> np.uint64(1))
+        h = np.int64(hashes[c] >> np.uint64(1))
         found = -1
         while h in table:
             k = table[h]

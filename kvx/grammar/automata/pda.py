@@ -229,10 +229,13 @@ def _merge_equal_rules(bodies: list) -> list:
     if len(sizes) == len(bodies):  # no two tables alike: nothing to merge
         return bodies
     tables: dict[tuple, int] = {}
+    contents: dict[int, tuple] = {}  # per body object: rules composed alike share one
     cls = np.empty(len(bodies), dtype=np.int64)
     for key, rules in sizes.items():
         for r in rules:
-            cls[r] = tables.setdefault(key if len(rules) == 1 else (key, *_content(bodies[r])), len(tables))
+            if len(rules) > 1 and id(bodies[r]) not in contents:
+                contents[id(bodies[r])] = _content(bodies[r])
+            cls[r] = tables.setdefault(key if len(rules) == 1 else (key, *contents[id(bodies[r])]), len(tables))
     count = len(tables)
     while True:
         deadline.check()
