@@ -10,7 +10,7 @@ small call is microseconds. The numpy versions stay for installs without numba (
 `kernels()` says which applies. Both give the same results (tests/grammar/test_graph_kernels.py
 holds them side by side); the subset construction numbers its new states in the order it meets them.
 
-Compiled once per machine into $KVX_CACHE/numba (about 12 s), loaded once per process (compile.py
+Compiled once per machine into $KVX_CACHE/numba (about 20 s), loaded once per process (compile.py
 warms them outside the per-schema time, as it does the tokenizer's tables). The subset loop looks at
 the compile's deadline every 1,024 states it works out (numba's object mode, a few microseconds).
 """
