@@ -34,6 +34,13 @@ def active() -> Deadline | None:
     return _ACTIVE.get()
 
 
+def passed() -> bool:
+    """Whether the active deadline (if any) has passed, without raising (the compiled loops read it
+    through numba's object mode and stop with a status)."""
+    deadline = _ACTIVE.get()
+    return deadline is not None and deadline.clock() > deadline.end
+
+
 def check() -> None:
     """Raise TooLarge if the active deadline (if any) has passed."""
     deadline = _ACTIVE.get()

@@ -26,18 +26,18 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
     ta = a.trans[:, a.cob[reps]].astype(np.int64)
     tb = np.concatenate([b.trans[:, b.cob[reps]], np.full((1, len(reps)), -1)]).astype(np.int64)
     tb = np.where(tb >= 0, tb, nb)  # b's dead state is row nb (it stays dead)
+    start = int(a.start) * (nb + 1) + int(b.start)
     compiled = graph_kernels.kernels()
     if compiled is not None:
         c_order = np.ascontiguousarray  # the gathers above may come out column-major
-        status, trans, key_arr = compiled.product(c_order(ta), c_order(tb), nb, int(a.start) * (nb + 1) + int(b.start),
-                                                  mode == "minus", max_states)
+        status, trans, key_arr = compiled.product(c_order(ta), c_order(tb), nb, start, mode == "minus", max_states)
         if status == -2:
             deadline.check()
         if status < 0:
             raise TooLarge(f"more than {max_states} DFA states")
         return _product_result(a, b, mode, trans, key_arr, cob)
-    index = {a.start * (nb + 1) + b.start: 0}
-    keys = [a.start * (nb + 1) + b.start]
+    index = {start: 0}
+    keys = [start]
     rows = []
     frontier = np.array(keys, dtype=np.int64)
     while len(frontier):

@@ -1,7 +1,7 @@
 """The automata's graph loops compiled with numba, in one place: reachability, Moore minimisation,
-byte distances, byte classes, `link`'s reading of call edges and spreading of rows, the composer's
-subset construction (its own file: subset_kernel.py), the trimming of whole DFAs and their product
-(product_kernel.py); numba itself comes from jit.py.
+byte distances, byte classes, `link`'s reading of call edges and spreading of rows, trimming, the
+composer's subset construction (its own file: subset_kernel.py) and the product of two DFAs (its own
+file: product_kernel.py); numba itself comes from jit.py.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
-from kvx.grammar.automata.subset_kernel import _deadline_passed
 
 DEADLINE_EVERY = 4096  # pair rows worked out between two looks at the compile's deadline
 
@@ -36,7 +36,7 @@ def product_rows(ta, tb, nb, start_key, minus, max_states):  # pragma: no cover 
         if n_rows >= next_look:
             next_look += DEADLINE_EVERY
             with _numba.objmode(late="boolean"):
-                late = _deadline_passed()
+                late = deadline.passed()
             if late:
                 return -2, out[:0], keys[:0]
         m = len(frontier)

@@ -15,12 +15,6 @@ from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
 
 
-def _deadline_passed() -> bool:
-    """Whether the compile's active deadline has passed (read from the compiled subset loop)."""
-    active = deadline.active()
-    return active is not None and active.clock() > active.end
-
-
 @_jit
 def _members_hash(members, acc):  # pragma: no cover - compiled
     x = np.uint64(0xCBF29CE484222325) ^ np.uint64(acc)
@@ -182,7 +176,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     while head < len(todo):
         if head and head % 3072 == 0:  # every 1,024 states (three entries each)
             with _numba.objmode(late="boolean"):
-                late = _deadline_passed()
+                late = deadline.passed()
             if late:
                 return -2, out, fin, start
         j, at, count = todo[head], todo[head + 1], todo[head + 2]

@@ -28,11 +28,11 @@ def integral_ints(value):
     return value
 
 
-def dumps(value) -> str:
-    return json.dumps(integral_ints(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+def dumps(value, sort_keys: bool = False) -> str:
+    return json.dumps(integral_ints(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                      sort_keys=sort_keys)
 
 
 def canonical(value) -> str:
     """One text per JSON value as json_equal compares them (1 and 1.0 alike, key order aside)."""
-    return json.dumps(integral_ints(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False,
-                      sort_keys=True)
+    return dumps(value, sort_keys=True)
