@@ -36,10 +36,10 @@ def _random_dfa(rng, n, k):
     return trans, rng.random(n) < 0.3
 
 
-def test_moore_matches_numpy_rounds(numpy_only):
+def test_hopcroft_matches_numpy_moore_rounds(numpy_only):
     rng = np.random.default_rng(7)
-    for _ in range(200):
-        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+    for _ in range(300):
+        n, k = int(rng.integers(1, 300 if _ % 10 == 0 else 60)), int(rng.integers(1, 6))
         trans, acc = _random_dfa(rng, n, k)
         start = int(rng.integers(0, n))
         want = numpy_only(determinize.minimise, trans, acc, start)
@@ -47,7 +47,20 @@ def test_moore_matches_numpy_rounds(numpy_only):
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]) and got[2] == want[2] == 0
 
 
-def test_moore_merges_equivalent_states():
+def test_hopcroft_matches_moore_on_long_chains(numpy_only):
+    # two interleaved counters: every distinguishing length up to 150 takes a Moore round
+    n = 300
+    trans = np.full((n, 2), -1, dtype=np.int32)
+    trans[np.arange(n - 1), np.arange(n - 1) % 2] = np.arange(1, n)
+    trans[np.arange(0, n - 2, 2), 1] = np.arange(2, n, 2)
+    acc = np.zeros(n, dtype=bool)
+    acc[-1] = acc[n // 2] = True
+    want = numpy_only(determinize.minimise, trans, acc, 0)
+    got = determinize.minimise(trans, acc, 0)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+def test_minimise_merges_equivalent_states():
     # 0 -a-> 1, 0 -b-> 2, 1 and 2 accept and die: one accepting state after minimisation
     trans = np.array([[1, 2], [-1, -1], [-1, -1]], dtype=np.int32)
     out, acc, start = determinize.minimise(trans, np.array([False, True, True]), 0)

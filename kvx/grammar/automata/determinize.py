@@ -196,12 +196,13 @@ def _is_congruence(trans: np.ndarray, accepting: np.ndarray, block: np.ndarray) 
 
 
 def minimise(trans: np.ndarray, accepting: np.ndarray, start: int = 0):
-    """Moore partition refinement on a trimmed DFA; returns (trans, accepting, start) renumbered
-    in breadth-first order from the start state (start = 0)."""
-    compiled = graph_kernels.kernels() if trans.shape[0] <= graph_kernels.MOORE_UP_TO else None
+    """The minimal DFA of a trimmed one: compiled Hopcroft (minimise_kernel.py) up to
+    MINIMISE_COMPILED_UP_TO states, else Moore's rounds in numpy (which look at the deadline between
+    rounds); either way (trans, accepting, start) renumbered breadth-first from the start (start = 0)."""
+    compiled = graph_kernels.kernels() if trans.shape[0] <= graph_kernels.MINIMISE_COMPILED_UP_TO else None
     if compiled is not None:
-        out, acc = compiled.moore(np.ascontiguousarray(trans, dtype=np.int32), np.asarray(accepting, dtype=bool),
-                                  int(start))
+        out, acc = compiled.minimise(np.ascontiguousarray(trans, dtype=np.int32), np.asarray(accepting, dtype=bool),
+                                     int(start))
         return out, acc, 0
     n = trans.shape[0]
     block = _refine(trans, accepting, _hashed_ids)

@@ -1,7 +1,7 @@
-"""The automata's graph loops compiled with numba, in one place: reachability, Moore minimisation,
-byte distances, byte classes, `link`'s reading of call edges and spreading of rows, trimming, the
-composer's subset construction (its own file: subset_kernel.py) and the product of two DFAs (its own
-file: product_kernel.py); numba itself comes from jit.py.
+"""The automata's graph loops compiled with numba, in one place: reachability, byte distances, byte
+classes, `link`'s reading of call edges and spreading of rows, trimming, and in files of their own
+minimisation (minimise_kernel.py, Hopcroft's), the composer's subset construction (subset_kernel.py)
+and the product of two DFAs (product_kernel.py); numba itself comes from jit.py.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing
@@ -24,17 +24,18 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
+from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
 
-# states up to which Moore runs compiled, without looking at the compile's deadline (milliseconds at
-# most); bigger automata take the numpy rounds, which look between rounds
-MOORE_UP_TO = 4096
+# states up to which minimisation runs compiled, without looking at the compile's deadline
+# (milliseconds at most); bigger automata take the numpy Moore rounds, which look between rounds
+MINIMISE_COMPILED_UP_TO = 4096
 
 
 class GraphKernels(NamedTuple):
     reach: object  # (n, src, dst, seeds) -> [n] bool
-    moore: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
+    minimise: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
     distances: object  # (trans, reps, final, call_src, call_start, call_ret, inf) -> [n] int32
     subsets: object  # compose's subset construction: subset_kernel.subsets
     call_edges: object  # (table, cob, call) -> (edges [m, 3], spelling states [n] bool): pda._body
@@ -50,7 +51,7 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(_reach, _moore, _distances, subsets, _call_edges, _spread, _column_classes,
+        built = GraphKernels(_reach, minimal_rows, _distances, subsets, _call_edges, _spread, _column_classes,
                              product_rows, _trim_keep)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
@@ -62,7 +63,7 @@ def _warm(k: GraphKernels) -> None:
     """Compile (or load from the disk cache) for the argument types the callers pass."""
     i64, i32 = np.int64, np.int32
     k.reach(2, np.array([0], i64), np.array([1], i64), np.array([0], i64))
-    k.moore(np.array([[1], [-1]], i32), np.array([False, True]), 0)
+    k.minimise(np.array([[1], [-1]], i32), np.array([False, True]), 0)
     k.distances(np.array([[1], [-1]], i32), np.array([0], i64), np.array([False, True]),
                 np.zeros(0, i64), np.zeros(0, i64), np.zeros(0, i64), 1 << 30)
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
@@ -148,90 +149,6 @@ def _trim_keep(trans, accepting, start, all_live):  # pragma: no cover - compile
                 tail += 1
     return seen
 
-
-@_jit
-def _moore(trans, accepting, start):  # pragma: no cover - compiled
-    n, k = trans.shape
-    block = np.zeros(n, np.int64)
-    any_rejecting = False
-    for s in range(n):
-        any_rejecting |= not accepting[s]
-    count = 0
-    for s in range(n):
-        block[s] = 1 if accepting[s] and any_rejecting else 0
-        count = max(count, block[s] + 1)
-    h = np.empty(n, np.uint64)
-    new = np.empty(n, np.int64)
-    leaders = np.empty(n, np.int64)
-    while True:  # Moore rounds: split blocks by (block, blocks of the successors) until stable
-        for s in range(n):
-            x = np.uint64(block[s] + 1) * np.uint64(0x9E3779B97F4A7C15)
-            for c in range(k):
-                t = trans[s, c]
-                v = np.uint64(block[t] + 2) if t >= 0 else np.uint64(1)
-                x = (x ^ v) * np.uint64(0x100000001B3)
-            h[s] = x
-        order = np.argsort(h, kind="mergesort")
-        fresh = 0
-        i = 0
-        while i < n:  # equal hashes: equal rows, unless a collision (then a leader per row kind)
-            j = i + 1
-            while j < n and h[order[j]] == h[order[i]]:
-                j += 1
-            num_leaders = 0
-            for a in range(i, j):
-                s = order[a]
-                found = -1
-                for m in range(num_leaders):
-                    r = leaders[m]
-                    same = block[r] == block[s]
-                    c = 0
-                    while same and c < k:
-                        tr, ts = trans[r, c], trans[s, c]
-                        same = (tr < 0) == (ts < 0) and (tr < 0 or block[tr] == block[ts])
-                        c += 1
-                    if same:
-                        found = new[r]
-                        break
-                if found < 0:
-                    found = fresh
-                    fresh += 1
-                    leaders[num_leaders] = s
-                    num_leaders += 1
-                new[s] = found
-            i = j
-        block[:] = new
-        if fresh == count:
-            break
-        count = fresh
-    # one state per block, numbered breadth-first from the start (equal languages, equal tables)
-    rep = np.full(count, -1, np.int64)
-    for s in range(n):
-        if rep[block[s]] < 0:
-            rep[block[s]] = s
-    pos = np.full(count, -1, np.int64)
-    order = np.empty(count, np.int64)
-    order[0] = block[start]
-    pos[block[start]] = 0
-    m, i = 1, 0
-    while i < m:
-        s = rep[order[i]]
-        for c in range(k):
-            t = trans[s, c]
-            if t >= 0 and pos[block[t]] < 0:
-                pos[block[t]] = m
-                order[m] = block[t]
-                m += 1
-        i += 1
-    out = np.empty((m, k), np.int32)
-    acc = np.empty(m, np.bool_)
-    for i in range(m):
-        s = rep[order[i]]
-        acc[i] = accepting[s]
-        for c in range(k):
-            t = trans[s, c]
-            out[i, c] = pos[block[t]] if t >= 0 else -1
-    return out, acc
 
 @_jit
 def _distances(trans, reps, final, call_src, call_start, call_ret, inf):  # pragma: no cover - compiled
