@@ -73,13 +73,13 @@ class _Describer:
         self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor
 
     def resolve(self, node: Any, seen: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
-        """`node` with its local `$ref` followed and a lone `allOf` member (Pydantic v1 wraps a
+        """`node` with its `$ref` (local, or to a bundled file) followed and a lone `allOf` member (Pydantic v1 wraps a
         referenced model or enum so) merged in, the node's own keys winning; `seen`: the targets
         followed on this path, so recursion stops."""
         while isinstance(node, dict):
-            if isinstance(node.get("$ref"), str) and node["$ref"].startswith("#"):
-                try:
-                    target = self.doc.resolve(node["$ref"], "")
+            if isinstance(node.get("$ref"), str):
+                try:  # relative to the last target followed: a bundled file's refs name its neighbours
+                    target = self.doc.resolve(node["$ref"], seen[-1] if seen else "")
                 except UnsupportedSchema:  # points nowhere: nothing to describe
                     return {}, seen
                 if target in seen:

@@ -36,9 +36,12 @@ def _load_tokenizer(model_spec: str | None):
 
 
 def _read_schema(schema_path: str) -> dict:
+    from kvx.job.schema_files import bundle_files
+
     path = Path(schema_path)
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is not part of the schema
+        schema = json.loads(path.read_text(encoding="utf-8-sig"))  # a BOM is not part of the schema
+        return bundle_files(schema, path) if isinstance(schema, dict) else schema
     except OSError as err:
         raise KvxError(f"{schema_path}: cannot read schema ({err.strerror})") from None
     except json.JSONDecodeError as err:

@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from kvx.errors import ConfigError
+from kvx.job.schema_files import bundle_files
 from kvx.io.json_values import decode_problem, value_problem
 
 SNIPPET = 120  # characters of a bad output quoted in its row's error message
@@ -31,6 +32,7 @@ def load_schema(path: str) -> dict:
         raise ConfigError(f"{path}: not a usable schema ({'nested too deeply' if isinstance(e, RecursionError) else e})") from None
     if not isinstance(schema, dict):
         raise ConfigError(f"{path}: a JSON Schema must be an object")
+    schema = bundle_files(schema, p)  # $refs to other local files: embedded, one document
     problem = value_problem(schema, MAX_SCHEMA_DEPTH)
     if problem:
         raise ConfigError(f"{path}: not a usable schema ({problem})")

@@ -25,6 +25,7 @@ DRAFT_URIS = ("http://json-schema.org/draft/2020-12/", "http://json-schema.org/d
               "http://json-schema.org/draft-07/", "http://json-schema.org/draft-06/", "http://json-schema.org/draft-04/",
               "http://json-schema.org/schema")  # the drafts' meta-schemas (http or https)
 LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
+FILE_PREFIX = "kvx:file:"  # $defs name of a schema file bundled in (kvx/job/schema_files.py) + its path
 
 
 class DanglingRef(UnsupportedSchema):
@@ -119,13 +120,22 @@ class Document:
 
     def synthesise(self, schema, made_from: str) -> str:
         """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
-        self.synthesised.append((schema, self.display(made_from)))
+        self.synthesised.append((schema, self.origin(made_from)))
         return f"!{len(self.synthesised) - 1}"
 
-    def display(self, pointer: str) -> str:
-        """The document pointer a message should name for `pointer`."""
+    def origin(self, pointer: str) -> str:
+        """The document pointer `pointer` stands for (a synthesised schema's: the one it was made from)."""
         if pointer.startswith("!"):
             return self.synthesised[int(pointer[1:].split("/", 1)[0])][1]
+        return pointer
+
+    def display(self, pointer: str) -> str:
+        """`pointer` as a message names it: its origin, in a bundled file that file's name and pointer."""
+        pointer = self.origin(pointer)
+        for defs in ("/$defs/", "/definitions/"):
+            if pointer.startswith(defs + FILE_PREFIX):
+                name, _, rest = pointer[len(defs) + len(FILE_PREFIX):].partition("/")
+                return f"{name.replace('~1', '/').replace('~0', '~')}#" + (f"/{rest}" if rest else "")
         return pointer
 
     def where(self, pointer: str) -> str:
@@ -155,8 +165,8 @@ class Document:
 
     def resolve(self, ref: str, pointer: str) -> str:
         """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
-        pointer = self.display(pointer)
-        where = f"{pointer}/$ref"
+        pointer = self.origin(pointer)
+        where = self.display(f"{pointer}/$ref")
         target = urljoin(self.base_of.get(pointer, ""), ref)
         uri, fragment = urldefrag(target)
         fragment = unquote(fragment)

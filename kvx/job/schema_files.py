@@ -1,0 +1,116 @@
+"""A schema split over local files, bundled into the one document kvx compiles, checks and prompts with.
+
+`"$ref": "common.json#/$defs/address"` names another file, found relative to the referring one (or,
+under an http(s) `$id`, at the same relative place from the root schema's folder, as a published set
+of schemas mirrors its folder). Each file reached, and each file those name in turn, is embedded once
+under `$defs` (`definitions` before 2019-09) with the URI the references use as its `$id`: JSON
+Schema's own bundling (2020-12, section 9.3), so the grammar, `jsonschema` and the prompt all read one
+self-contained document. Without a root `$id` those URIs stay relative (`common/person.json`): the
+bundle, and the output fingerprint made from it, do not depend on where the folder lies. Nothing is fetched from the network: a reference to an http(s) URI outside
+that folder stays what it was (the compiler refuses it, naming its pointer).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urljoin, urlparse
+
+from kvx.errors import ConfigError
+from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, child_pointers, dialect_of
+
+MAX_FILES = 256  # files one schema may pull in
+
+
+def bundle_files(schema: dict, path: Path) -> dict:
+    """`schema` (read from `path`) with every local file its $refs reach embedded; the same object
+    when it names none. ConfigError (one line) for a file that is missing or not a schema."""
+    id_kw = "id" if dialect_of(schema) == "draft4" else "$id"
+    folder = path.resolve().parent
+    own_id = schema.get(id_kw)
+    base = urldefrag(own_id)[0] if isinstance(own_id, str) else ""  # "": URIs stay relative, no path in them
+    known: set[str] = {base}
+    todo = [(schema, "", path.resolve(), "")]  # (document, base where it sits, its file, its name; "" for the root)
+    files: dict[str, tuple[str, dict, Path]] = {}  # URI -> ($defs name, the file's schema, the file)
+    missing: dict[str, str] = {}  # URI -> the message if no file read later declares it
+    while todo:
+        doc, doc_base, doc_path, doc_name = todo.pop()
+        for ref, uri, where in _refs(doc, doc_base, id_kw, known, doc_name):
+            if uri in known:
+                continue
+            local = _local_path(ref, uri, doc_path, base, folder)
+            if local is None:
+                continue  # a remote reference: the compiler refuses it, naming its pointer
+            if uri in files:
+                if files[uri][2] != local:
+                    raise ConfigError(f"{path}: $ref {ref!r} at {where}: {local} and {files[uri][2]} would "
+                                      f"both be {uri!r}; refer to them by paths inside the schema's folder")
+                continue
+            if not local.is_file():
+                missing.setdefault(uri, f"{path}: $ref {ref!r} at {where}: no such schema file {local} "
+                                        "(referenced schemas are read from local files only)")
+                continue
+            if len(files) >= MAX_FILES:
+                raise ConfigError(f"{path}: $ref {ref!r} at {where}: more than {MAX_FILES} schema files")
+            sub = {**_read(local, ref, where, path), id_kw: uri}  # its URI as the references spell it
+            file_name = _relative(local, folder)
+            files[uri] = (FILE_PREFIX + file_name, sub, local)  # named by its path from the root's folder
+            todo.append((sub, base, local, file_name))  # its $id is read where it is embedded
+    for uri, message in missing.items():
+        if uri not in known and uri not in files:
+            raise ConfigError(message)
+    if not files:
+        return schema
+    defs_kw = "definitions" if dialect_of(schema) in LEGACY else "$defs"
+    return {**schema, defs_kw: {**(schema.get(defs_kw) or {}), **{name: sub for name, sub, _ in files.values()}}}
+
+
+def _refs(doc, base: str, id_kw: str, known: set, name: str):
+    """(ref, target URI without fragment, where: its pointer, after the file's name outside the root)
+    for every $ref in `doc`; adds the URIs its $ids declare to `known`."""
+    stack = [(doc, "", base)]
+    while stack:
+        node, ptr, node_base = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        ident = node.get(id_kw)
+        if isinstance(ident, str) and not ident.startswith("#"):
+            node_base = urldefrag(urljoin(node_base, ident))[0]
+            known.add(node_base)
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            where = f"{name}#{ptr}" if name else ptr or "/"
+            yield ref, urldefrag(urljoin(node_base, ref))[0], where
+        stack += [(sub, sub_ptr, node_base) for sub_ptr, sub in child_pointers(node, ptr)]
+
+
+def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> Path | None:
+    """The file a reference names: a relative one from the referring file's folder, a file: URI
+    itself, a URI under the root's own http(s) $id from the root's folder; None for any other."""
+    parts = urlparse(uri)
+    ref_parts = urlparse(urldefrag(ref)[0])
+    if not ref_parts.scheme and not ref_parts.netloc and ref_parts.path:
+        return (doc_path.parent / unquote(ref_parts.path)).resolve()
+    if parts.scheme == "file":
+        return Path(unquote(parts.path)).resolve()
+    root_dir = base.rsplit("/", 1)[0] + "/"
+    if parts.scheme in ("http", "https") and "/" in base and uri.startswith(root_dir):
+        return (folder / unquote(uri[len(root_dir):])).resolve()
+    return None
+
+
+def _relative(local: Path, folder: Path) -> str:
+    try:
+        return local.relative_to(folder).as_posix()
+    except ValueError:  # outside the root's folder (`../common.json`): its absolute path names it
+        return local.as_posix()
+
+
+def _read(local: Path, ref: str, where: str, root: Path) -> dict:
+    try:
+        sub = json.loads(local.read_text("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        reason = f"{e.msg} at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)
+        raise ConfigError(f"{root}: $ref {ref!r} at {where}: cannot read {local} ({reason})") from None
+    if not isinstance(sub, dict):
+        raise ConfigError(f"{root}: $ref {ref!r} at {where}: {local} is not a JSON Schema (not an object)")
+    return sub

@@ -1,0 +1,124 @@
+"""A schema split over local files (kvx/job/schema_files.py): bundled into one document whose record
+check, grammar and prompt agree with `jsonschema` reading the files themselves (a referencing
+registry of the real files is the reference); missing or broken files are one-line errors."""
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+import referencing
+from referencing.jsonschema import DRAFT7, DRAFT202012
+
+from kvx.errors import ConfigError
+from kvx.grammar import GrammarOptions
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema.compiler import compile_program
+from kvx.job.validation import RecordChecker, load_schema
+from kvx.prompts import PromptBuilder, PromptSpec
+
+ROOT = {"type": "object", "properties": {"who": {"$ref": "common/person.json"},
+                                         "where": {"$ref": "common/defs.json#/$defs/place"}},
+        "required": ["who"], "additionalProperties": False}
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "home": {"$ref": "defs.json#/$defs/place"},
+                                           "friend": {"$ref": "person.json"}},
+          "required": ["name"], "additionalProperties": False}
+DEFS = {"$defs": {"place": {"type": "object", "properties": {"city": {"type": "string"},
+                                                             "zip": {"type": "string", "pattern": "^[0-9]{5}$"}},
+                            "required": ["city"], "additionalProperties": False}}}
+CASES = ['{"who":{"name":"Ann"}}', '{"who":{"name":"Ann","home":{"city":"Oslo","zip":"12345"}}}',
+         '{"who":{"name":"Ann","home":{"zip":"12345"}}}', '{"who":{"name":"Ann","home":{"city":"Oslo","zip":"1234"}}}',
+         '{"who":{"name":"A","friend":{"name":"B","friend":{"name":"C"}}}}', '{"who":{"name":"A","friend":{}}}',
+         '{"who":{"name":"A"},"where":{"city":"Rome"}}', '{"where":{"city":"Rome"}}', '{"who":{"name":1}}']
+
+
+def _write(folder: Path, files: dict) -> Path:
+    for name, doc in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(json.dumps(doc))
+    return folder / next(iter(files))
+
+
+def _reference(root_path: Path, spec=DRAFT202012):
+    """jsonschema over the real files: each one a resource under its file URI, the root entered by
+    a $ref to its URI (so its own refs resolve from there)."""
+    resources = [(p.resolve().as_uri(), spec.create_resource(json.loads(p.read_text())))
+                 for p in root_path.parent.rglob("*.json")]
+    registry = referencing.Registry().with_resources(resources)
+    cls = jsonschema.validators.validator_for(json.loads(root_path.read_text()))
+    return cls({"$ref": root_path.resolve().as_uri()}, registry=registry)
+
+
+def test_files_are_bundled_and_agree_with_jsonschema_on_the_files(tmp_path):
+    path = _write(tmp_path, {"root.json": ROOT, "common/person.json": PERSON, "common/defs.json": DEFS})
+    bundled = load_schema(str(path))
+    assert sorted(bundled["$defs"]) == ["kvx:file:common/defs.json", "kvx:file:common/person.json"]
+    reference, checker = _reference(path), RecordChecker(bundled)
+    program = compile_program(bundled, GrammarOptions()).program
+    verdicts = [reference.is_valid(json.loads(c)) for c in CASES]
+    assert verdicts.count(True) == 4 and verdicts.count(False) == 5  # the cases test both ways
+    for case, want in zip(CASES, verdicts):
+        assert (checker.problem(json.loads(case)) is None) == want, case
+        assert program.accepts(case.encode()) == want, case
+
+
+def test_the_prompt_describes_fields_from_other_files(tmp_path):
+    from kvx.models import load_tokenizer
+
+    path = _write(tmp_path, {"root.json": ROOT, "common/person.json": PERSON, "common/defs.json": DEFS})
+    text = PromptBuilder(PromptSpec(), load_schema(str(path)), load_tokenizer("smollm2-135m")).system
+    assert "- name: text" in text and "zip: text, matching ^[0-9]{5}$" in text
+
+
+def test_a_draft7_root_that_is_only_a_ref_to_a_file(tmp_path):
+    # before 2019-09 a $ref hides its siblings: the bundle's $id and definitions must not sit beside it
+    root = {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "item.json"}
+    item = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    path = _write(tmp_path, {"root.json": root, "item.json": item})
+    bundled = load_schema(str(path))
+    reference, checker = _reference(path, DRAFT7), RecordChecker(bundled)
+    program = compile_program(bundled, GrammarOptions()).program
+    for case in ['{"n":1}', '{"n":"x"}', '{}']:
+        want = reference.is_valid(json.loads(case))
+        assert (checker.problem(json.loads(case)) is None) == want
+        assert program.accepts(case.encode()) == want
+
+
+def test_an_http_id_reads_the_neighbours_from_the_root_folder(tmp_path):
+    root = {"$id": "https://example.com/schemas/root.json", "type": "object",
+            "properties": {"p": {"$ref": "https://example.com/schemas/defs.json#/$defs/place"}}}
+    path = _write(tmp_path, {"root.json": root, "defs.json": DEFS})
+    checker = RecordChecker(load_schema(str(path)))
+    assert checker.problem({"p": {"city": "Oslo"}}) is None
+    assert "city" in checker.problem({"p": {}})
+
+
+def test_a_schema_naming_no_file_is_returned_as_it_was(tmp_path):
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}}
+    path = _write(tmp_path, {"root.json": schema})
+    assert load_schema(str(path)) == schema
+
+
+@pytest.mark.parametrize("files, message", [
+    ({"root.json": {"properties": {"a": {"$ref": "gone.json"}}}},
+     "$ref 'gone.json' at /properties/a: no such schema file"),
+    ({"root.json": {"properties": {"a": {"$ref": "bad.json"}}}, "bad.json": "not json"},
+     "$ref 'bad.json' at /properties/a: cannot read"),
+    ({"root.json": {"$ref": "list.json"}, "list.json": [1, 2]}, "is not a JSON Schema"),
+    ({"root.json": {"$ref": "a.json"}, "a.json": {"properties": {"x": {"$ref": "nope.json"}}}},
+     "$ref 'nope.json' at a.json#/properties/x: no such schema file"),
+])
+def test_a_missing_or_broken_file_is_one_line_naming_the_ref(tmp_path, files, message):
+    path = _write(tmp_path, {k: v for k, v in files.items() if v != "not json"})
+    if "bad.json" in files:
+        (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ConfigError) as err:
+        load_schema(str(path))
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_refusal_inside_a_file_names_that_file(tmp_path):
+    path = _write(tmp_path, {"root.json": {"$ref": "part.json"},
+                             "part.json": {"type": "object", "properties": {"x": {"$ref": "https://x.test/y"}}}})
+    with pytest.raises(UnsupportedSchema) as err:
+        compile_program(load_schema(str(path)), GrammarOptions())
+    assert "at part.json#/properties/x/$ref" in str(err.value)
