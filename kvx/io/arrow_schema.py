@@ -15,6 +15,9 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from kvx.grammar.errors import UnsupportedSchema
+from kvx.grammar.schema.refs import Document
+
 MAX_DEPTH = 8  # recursive $refs become JSON text below this
 EXTRA = "_extra"  # the struct child holding an open object's unlisted keys (underscores added on a clash)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -57,29 +60,70 @@ SCALARS = {
 ENUM = Column(pa.dictionary(pa.int32(), pa.string()), _as_str)
 
 
-def column_for(schema: Any, root: dict | None = None, depth: int = 0) -> Column:
-    root = schema if root is None else root
-    if not isinstance(schema, dict) or depth > MAX_DEPTH:
+def column_for(schema: Any) -> Column:
+    """The column of a record of `schema` (the whole document: its $refs resolve inside it)."""
+    return _Columns(schema).of(schema, 0, "")
+
+
+class _Columns:
+    def __init__(self, root: Any):
+        self.doc = Document(root) if isinstance(root, dict) else None  # the grammar's $ref resolution
+
+    def of(self, schema: Any, depth: int, where: str) -> Column:
+        """`where`: the pointer of the last $ref target followed (refs resolve from its base URI)."""
+        if not isinstance(schema, dict) or depth > MAX_DEPTH:
+            return JSON_TEXT
+        if isinstance(schema.get("$ref"), str) and self.doc is not None:
+            try:
+                target = self.doc.resolve(schema["$ref"], where)
+            except UnsupportedSchema:  # remote, or pointing nowhere: stored as JSON text
+                return JSON_TEXT
+            return self.of(self.doc.at(target), depth + 1, target)
+        if "const" in schema:
+            return _for_values([schema["const"]])
+        if "enum" in schema:
+            return _for_values(schema["enum"])
+        branches = schema.get("anyOf") or schema.get("oneOf")
+        if branches:
+            return _merge([self.of(b, depth + 1, where) for b in branches if not _is_null_only(b)])
+        types = schema.get("type")
+        if isinstance(types, list):
+            return _merge([self.of({**schema, "type": t}, depth, where) for t in types if t != "null"])
+        if types in SCALARS:
+            return SCALARS[types]
+        if types == "array":
+            return self.list_column(schema, depth, where)
+        if types == "object" or (types is None and "properties" in schema):
+            return self.struct_column(schema, depth, where)
         return JSON_TEXT
-    if "$ref" in schema:
-        return column_for(_resolve(schema["$ref"], root), root, depth + 1)
-    if "const" in schema:
-        return _for_values([schema["const"]])
-    if "enum" in schema:
-        return _for_values(schema["enum"])
-    branches = schema.get("anyOf") or schema.get("oneOf")
-    if branches:
-        return _merge([column_for(b, root, depth + 1) for b in branches if not _is_null_only(b)])
-    types = schema.get("type")
-    if isinstance(types, list):
-        return _merge([column_for({**schema, "type": t}, root, depth) for t in types if t != "null"])
-    if types in SCALARS:
-        return SCALARS[types]
-    if types == "array":
-        return _list_column(schema, root, depth)
-    if types == "object" or (types is None and "properties" in schema):
-        return _struct_column(schema, root, depth)
-    return JSON_TEXT
+
+    def list_column(self, schema: dict, depth: int, where: str) -> Column:
+        items = self.of(schema.get("items", True), depth + 1, where)
+
+        def convert(v: Any) -> Any:
+            return [items.convert(x) for x in v] if isinstance(v, list) else None
+
+        # "element" is the item name Parquet stores, so parts read back have exactly this type
+        return Column(pa.list_(pa.field("element", items.type)), convert)
+
+    def struct_column(self, schema: dict, depth: int, where: str) -> Column:
+        props = schema.get("properties") or {}
+        if not props:
+            return JSON_TEXT  # a free-form object has no fixed columns
+        children = {name: self.of(sub, depth + 1, where) for name, sub in props.items()}
+        extra = _extra_name(children) if _is_open(schema) else None
+
+        def convert(v: Any) -> Any:
+            if not isinstance(v, dict):
+                return None
+            out = {name: col.convert(v.get(name)) for name, col in children.items()}
+            if extra is not None:
+                rest = {k: x for k, x in v.items() if k not in children}
+                out[extra] = json.dumps(rest, ensure_ascii=False) if rest else None
+            return out
+
+        fields = [pa.field(n, c.type) for n, c in children.items()] + ([pa.field(extra, pa.string())] if extra else [])
+        return Column(pa.struct(fields), convert)
 
 
 def _for_values(values: list) -> Column:
@@ -110,36 +154,6 @@ def _merge(columns: list[Column]) -> Column:
     return JSON_TEXT
 
 
-def _list_column(schema: dict, root: dict, depth: int) -> Column:
-    items = column_for(schema.get("items", True), root, depth + 1)
-
-    def convert(v: Any) -> Any:
-        return [items.convert(x) for x in v] if isinstance(v, list) else None
-
-    # "element" is the item name Parquet stores, so parts read back have exactly this type
-    return Column(pa.list_(pa.field("element", items.type)), convert)
-
-
-def _struct_column(schema: dict, root: dict, depth: int) -> Column:
-    props = schema.get("properties") or {}
-    if not props:
-        return JSON_TEXT  # a free-form object has no fixed columns
-    children = {name: column_for(sub, root, depth + 1) for name, sub in props.items()}
-    extra = _extra_name(children) if _is_open(schema) else None
-
-    def convert(v: Any) -> Any:
-        if not isinstance(v, dict):
-            return None
-        out = {name: col.convert(v.get(name)) for name, col in children.items()}
-        if extra is not None:
-            rest = {k: x for k, x in v.items() if k not in children}
-            out[extra] = json.dumps(rest, ensure_ascii=False) if rest else None
-        return out
-
-    fields = [pa.field(n, c.type) for n, c in children.items()] + ([pa.field(extra, pa.string())] if extra else [])
-    return Column(pa.struct(fields), convert)
-
-
 def _is_open(schema: dict) -> bool:
     """Can a valid value of this object schema hold keys its properties do not list?"""
     closed = schema.get("additionalProperties") is False or (
@@ -152,16 +166,6 @@ def _extra_name(children: dict) -> str:
     while name in children:
         name += "_"
     return name
-
-
-def _resolve(ref: str, root: dict) -> Any:
-    if not ref.startswith("#"):
-        return True  # remote refs are rejected by the grammar; here: store as JSON text
-    node: Any = root
-    for part in [p for p in ref[1:].split("/") if p]:
-        part = part.replace("~1", "/").replace("~0", "~")
-        node = node.get(part) if isinstance(node, dict) else None
-    return node if node is not None else True
 
 
 USAGE_TYPE = pa.struct([

@@ -122,3 +122,13 @@ def test_a_refusal_inside_a_file_names_that_file(tmp_path):
     with pytest.raises(UnsupportedSchema) as err:
         compile_program(load_schema(str(path)), GrammarOptions())
     assert "at part.json#/properties/x/$ref" in str(err.value)
+
+
+def test_parquet_columns_follow_refs_into_files_as_if_inlined(tmp_path):
+    from kvx.io.arrow_schema import column_for
+
+    path = _write(tmp_path, {"root.json": {"type": "object", "properties": {
+        "where": {"$ref": "common/defs.json#/$defs/place"}, "when": {"type": "string"}}}, "common/defs.json": DEFS})
+    inlined = {"type": "object", "properties": {"where": DEFS["$defs"]["place"], "when": {"type": "string"}}}
+    assert column_for(load_schema(str(path))).type == column_for(inlined).type
+    assert str(column_for(inlined).type.field("where").type).startswith("struct<city: string")
