@@ -40,6 +40,10 @@ def bundle_files(schema: dict, path: Path) -> dict:
             local = _local_path(ref, uri, doc_path, base, folder)
             if local is None:
                 continue  # a remote reference: the compiler refuses it, naming its pointer
+            if local == path.resolve() and not base:  # the root by its file name: that name is its $id
+                base = uri
+                known.add(uri)
+                continue
             if uri in files:
                 if files[uri][2] != local:
                     raise ConfigError(f"{path}: $ref {ref!r} at {where}: {local} and {files[uri][2]} would "
@@ -58,6 +62,8 @@ def bundle_files(schema: dict, path: Path) -> dict:
     for uri, message in missing.items():
         if uri not in known and uri not in files:
             raise ConfigError(message)
+    if base and base != own_id:
+        schema = {**schema, id_kw: base}
     if not files:
         return schema
     defs_kw = "definitions" if dialect_of(schema) in LEGACY else "$defs"

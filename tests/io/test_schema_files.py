@@ -132,3 +132,17 @@ def test_parquet_columns_follow_refs_into_files_as_if_inlined(tmp_path):
     inlined = {"type": "object", "properties": {"where": DEFS["$defs"]["place"], "when": {"type": "string"}}}
     assert column_for(load_schema(str(path))).type == column_for(inlined).type
     assert str(column_for(inlined).type.field("where").type).startswith("struct<city: string")
+
+
+def test_the_root_named_by_its_file_name_is_the_root_not_a_copy(tmp_path):
+    root = {"type": "object", "properties": {"a": {"$ref": "root.json#/$defs/n"}, "b": {"$ref": "sub/b.json"}},
+            "$defs": {"n": {"type": "integer"}}}
+    path = _write(tmp_path, {"root.json": root, "sub/b.json": {"$ref": "../root.json#/$defs/n"}})
+    bundled = load_schema(str(path))
+    assert sorted(bundled["$defs"]) == ["kvx:file:sub/b.json", "n"]  # no copy of the root
+    reference, checker = _reference(path), RecordChecker(bundled)
+    program = compile_program(bundled, GrammarOptions()).program
+    for case in ['{"a":1,"b":2}', '{"a":"x"}', '{"b":"y"}', '{}']:
+        want = reference.is_valid(json.loads(case))
+        assert (checker.problem(json.loads(case)) is None) == want, case
+        assert program.accepts(case.encode()) == want, case
