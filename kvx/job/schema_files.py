@@ -6,8 +6,9 @@ of schemas mirrors its folder). Each file reached, and each file those name in t
 under `$defs` (`definitions` before 2019-09) with the URI the references use as its `$id`: JSON
 Schema's own bundling (2020-12, section 9.3), so the grammar, `jsonschema` and the prompt all read one
 self-contained document. Without a root `$id` those URIs stay relative (`common/person.json`): the
-bundle, and the output fingerprint made from it, do not depend on where the folder lies. Nothing is fetched from the network: a reference to an http(s) URI outside
-that folder stays what it was (the compiler refuses it, naming its pointer).
+bundle, and the output fingerprint made from it, do not depend on where the folder lies. Nothing is
+fetched from the network: a reference to an http(s) URI outside that folder stays what it was (the
+compiler refuses it, naming its pointer).
 """
 from __future__ import annotations
 
