@@ -68,6 +68,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     from kvx.cut_text import TextCut
     from kvx.digit_guard import shaped_places
     from kvx.grounding import grounded_fields
+    from kvx.job.schema_files import bundled_files
     from kvx.record_fields import pointer
 
     context = None
@@ -80,7 +81,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
                   "grounded": sorted(map(pointer, grounded_fields(schema))),
                   "cut_at_sentence": sorted(map(pointer, TextCut.of(schema).fields)),
                   "codes_from_text": sorted(map(pointer, code_fields(schema))),
-                  "digits_left_to_schema": sorted(map(pointer, shaped_places(schema)))}
+                  "digits_left_to_schema": sorted(map(pointer, shaped_places(schema))),
+                  "files": bundled_files(schema)}
         if context is not None:
             report.update(prompt_report(schema, tokenizer, context))
     except KvxError as err:
@@ -94,6 +96,8 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
         print(json.dumps(report))
         return code
     print(f"supported: yes ({schema_path})")
+    if report["files"]:
+        print(f"files bundled in ($ref): {', '.join(report['files'])}")
     print(f"automaton: {report['dfa_states']} states in {report['rules']} rules")
     print(f"compile time: {report['compile_ms']:.1f} ms (+ {report['tokenizer_prep_ms']:.0f} ms one-time tokenizer tables)")
     print(f"first mask: {report['first_mask_ms']:.2f} ms")

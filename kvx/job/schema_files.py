@@ -71,6 +71,12 @@ def bundle_files(schema: dict, path: Path) -> dict:
     return {**schema, defs_kw: {**(schema.get(defs_kw) or {}), **{name: sub for name, sub, _ in files.values()}}}
 
 
+def bundled_files(schema: dict) -> list[str]:
+    """The files bundle_files embedded in `schema`, by their path from the root's folder."""
+    defs = [schema.get(kw) for kw in ("$defs", "definitions")]
+    return [name[len(FILE_PREFIX):] for d in defs if isinstance(d, dict) for name in d if name.startswith(FILE_PREFIX)]
+
+
 def _refs(doc, base: str, id_kw: str, known: set, name: str):
     """(ref, target URI without fragment, where: its pointer, after the file's name outside the root)
     for every $ref in `doc`; adds the URIs its $ids declare to `known`."""

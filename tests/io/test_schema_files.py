@@ -146,3 +146,14 @@ def test_the_root_named_by_its_file_name_is_the_root_not_a_copy(tmp_path):
         want = reference.is_valid(json.loads(case))
         assert (checker.problem(json.loads(case)) is None) == want, case
         assert program.accepts(case.encode()) == want, case
+
+
+def test_schema_check_names_the_files_it_bundled(tmp_path, capsys, monkeypatch):
+    from kvx.cli.schema import run_schema_check
+    from kvx.models import load_tokenizer
+
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path / "cache"))
+
+    path = _write(tmp_path, {"root.json": ROOT, "common/person.json": PERSON, "common/defs.json": DEFS})
+    assert run_schema_check(str(path), None, True, tokenizer=load_tokenizer("smollm2-135m")) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == ["common/defs.json", "common/person.json"]
