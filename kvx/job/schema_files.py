@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 from kvx.errors import ConfigError
-from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, child_pointers, dialect_of
+from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, dialect_of
 
 MAX_FILES = 256  # files one schema may pull in
 
@@ -25,7 +25,8 @@ MAX_FILES = 256  # files one schema may pull in
 def bundle_files(schema: dict, path: Path) -> dict:
     """`schema` (read from `path`) with every local file its $refs reach embedded; the same object
     when it names none. ConfigError (one line) for a file that is missing or not a schema."""
-    id_kw = "id" if dialect_of(schema) == "draft4" else "$id"
+    dialect = dialect_of(schema)  # the root's, for every file: they are read as part of it
+    id_kw = "id" if dialect == "draft4" else "$id"
     folder = path.resolve().parent
     own_id = schema.get(id_kw)
     base = urldefrag(own_id)[0] if isinstance(own_id, str) else ""  # "": URIs stay relative, no path in them
@@ -35,7 +36,7 @@ def bundle_files(schema: dict, path: Path) -> dict:
     missing: dict[str, str] = {}  # URI -> the message if no file read later declares it
     while todo:
         doc, doc_base, doc_path, doc_name = todo.pop()
-        for ref, uri, where in _refs(doc, doc_base, id_kw, known, doc_name):
+        for ref, uri, where in _refs(doc, doc_base, dialect, known, doc_name):
             if uri in known:
                 continue
             local = _local_path(ref, uri, doc_path, base, folder)
@@ -67,33 +68,27 @@ def bundle_files(schema: dict, path: Path) -> dict:
         schema = {**schema, id_kw: base}
     if not files:
         return schema
-    defs_kw = "definitions" if dialect_of(schema) in LEGACY else "$defs"
+    defs_kw = "definitions" if dialect in LEGACY else "$defs"
     return {**schema, defs_kw: {**(schema.get(defs_kw) or {}), **{name: sub for name, sub, _ in files.values()}}}
 
 
 def bundled_files(schema: dict) -> list[str]:
     """The files bundle_files embedded in `schema`, by their path from the root's folder."""
     defs = [schema.get(kw) for kw in ("$defs", "definitions")]
-    return [name[len(FILE_PREFIX):] for d in defs if isinstance(d, dict) for name in d if name.startswith(FILE_PREFIX)]
+    return sorted(name[len(FILE_PREFIX):] for d in defs if isinstance(d, dict) for name in d if name.startswith(FILE_PREFIX))
 
 
-def _refs(doc, base: str, id_kw: str, known: set, name: str):
+def _refs(doc: dict, base: str, dialect: str, known: set, name: str):
     """(ref, target URI without fragment, where: its pointer, after the file's name outside the root)
-    for every $ref in `doc`; adds the URIs its $ids declare to `known`."""
-    stack = [(doc, "", base)]
-    while stack:
-        node, ptr, node_base = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        ident = node.get(id_kw)
-        if isinstance(ident, str) and not ident.startswith("#"):
-            node_base = urldefrag(urljoin(node_base, ident))[0]
-            known.add(node_base)
-        ref = node.get("$ref")
+    for every $ref in `doc` (embedded under `base`), its URIs resolved as the grammar's Document
+    resolves them; adds the URIs its $ids declare to `known`."""
+    index = Document(doc, dialect, base)
+    known.update(index.resources)
+    for ptr, node_base in index.base_of.items():
+        node = index.at(ptr)
+        ref = node.get("$ref") if isinstance(node, dict) else None
         if isinstance(ref, str):
-            where = f"{name}#{ptr}" if name else ptr or "/"
-            yield ref, urldefrag(urljoin(node_base, ref))[0], where
-        stack += [(sub, sub_ptr, node_base) for sub_ptr, sub in child_pointers(node, ptr)]
+            yield ref, urldefrag(urljoin(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
 
 
 def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> Path | None:

@@ -88,16 +88,18 @@ def with_children(node: dict, change) -> dict:
 class Document:
     """Finds subschemas by pointer and resolves local references."""
 
-    def __init__(self, root):
+    def __init__(self, root, dialect: str | None = None, base: str = ""):
+        """`dialect`: the one `root` is read in (default: its own $schema's); `base`: the URI it is
+        embedded under (a file bundled into another document)."""
         self.root = root
-        self.dialect = dialect_of(root)
+        self.dialect = dialect or dialect_of(root)
         self.id_keyword = "id" if self.dialect == "draft4" else "$id"
         self.base_of: dict[str, str] = {}  # pointer -> base URI in effect there
         self.resources: dict[str, str] = {}  # absolute URI (no fragment) -> pointer
         self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
         self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
         self._at: dict[str, tuple] = {}
-        self._index(root, "", "")
+        self._index(root, "", base)
 
     def _index(self, node, pointer: str, base: str) -> None:
         if not isinstance(node, dict):
