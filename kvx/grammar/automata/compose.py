@@ -522,12 +522,9 @@ class Composer:
                 if not live_node[u]:
                     live_node[u] = True
                     stack.append(u)
-        if all(live_node[b] for _, b, _ in copies):
-            # every state can finish; states nothing enters any more (a copy's start, now entered
-            # as part of a subset state) are left in place: nothing reaches them, they cost no walk
-            dfa = CDFA(trans, accepting, start, joint)
-        else:
-            dfa = trim(trans, accepting, start, joint)
+        # states nothing enters any more (a copy's start, entered now as part of a subset state;
+        # about a quarter of a rule body) go too: each would cost `link` and the token tables a row
+        dfa = trim(trans, accepting, start, joint, all_live=all(live_node[b] for _, b, _ in copies))
         if dfa is None:
             return None
         if dfa.num_states > self.max_states:
