@@ -25,6 +25,9 @@ def _listed(choices) -> str:
 def extract(
     input: str = typer.Argument(..., help="Input .jsonl/.ndjson, .csv, .parquet, or '-' for JSONL on stdin."),
     schema: str = typer.Option(..., "--schema", "-s", help="JSON Schema file each record must match."),
+    schema_dir: Optional[list[str]] = typer.Option(None, "--schema-dir", help="Folder of saved schemas that the schema's "
+                                                   "http(s) $refs name, found by their $id or at host/path (repeatable; "
+                                                   "nothing is fetched)."),
     output: Optional[str] = typer.Option(None, "--output", "-o", help="Output .jsonl or .parquet (default: JSONL on stdout)."),
     model: str = typer.Option(DEFAULT_MODEL, help="Model name, GGUF file or HF folder."),
     field: str = typer.Option(PromptSpec.field, help="Input field holding the text (dotted names reach nested fields)."),

@@ -11,6 +11,7 @@ from typing import Mapping, Optional
 class ExtractArgs:
     input: str
     schema: str
+    schema_dir: Optional[list[str]]
     output: Optional[str]
     model: str
     field: str

@@ -1,8 +1,9 @@
-"""`kvx schema check SCHEMA [--model M] [--json] [--extra-keys declared|schema]`: can the grammar enforce this schema, and how fast."""
+"""`kvx schema check SCHEMA [--model M] [--json] [--extra-keys declared|schema] [--schema-dir DIR]`: can the grammar enforce this schema, and how fast."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -20,12 +21,13 @@ def check(
     model: str = typer.Option(DEFAULT_MODEL, help="Model whose tokenizer the grammar is built for."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     extra_keys: str = typer.Option(GrammarOptions.extra_keys, help="As kvx extract's --extra-keys."),
+    schema_dir: Optional[list[str]] = typer.Option(None, "--schema-dir", help="As kvx extract's --schema-dir."),
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
     from kvx.job.validation import load_schema
 
     options = GrammarOptions(extra_keys=check_choice(extra_keys, ExtraKeys, "extra_keys"))
-    loaded = load_schema(schema)  # a file that is not JSON / not a schema: one-line message, exit 2
+    loaded = load_schema(schema, tuple(schema_dir or ()))  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json, loaded=loaded, options=options))
 
 

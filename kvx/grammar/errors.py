@@ -10,8 +10,8 @@ class TooLarge(Exception):
 class UnsupportedSchema(KvxError):
     """The schema uses a keyword the automaton cannot enforce (or is itself invalid)."""
 
-    def __init__(self, message: str, keyword: str | None = None, pointer: str = ""):
-        super().__init__(message)
+    def __init__(self, message: str, keyword: str | None = None, pointer: str = "", option: str | None = None):
+        super().__init__(message, option=option)
         self.keyword = keyword
         self.pointer = pointer
 

@@ -7,8 +7,10 @@ under `$defs` (`definitions` before 2019-09) with the URI the references use as 
 Schema's own bundling (2020-12, section 9.3), so the grammar, `jsonschema` and the prompt all read one
 self-contained document. Without a root `$id` those URIs stay relative (`common/person.json`): the
 bundle, and the output fingerprint made from it, do not depend on where the folder lies. Nothing is
-fetched from the network: a reference to an http(s) URI outside that folder stays what it was (the
-compiler refuses it, naming its pointer).
+fetched from the network: a reference to an http(s) URI outside that folder is looked up in the
+folders given as `schema_dirs` (`--schema-dir`: schemas saved once, by the `$id` they declare or at
+`host/path` as a mirror keeps them) and otherwise stays what it was (the compiler refuses it, naming
+its pointer). A file found that way is named by its URI in the bundle, not by where it lies.
 """
 from __future__ import annotations
 
@@ -20,26 +22,37 @@ from kvx.errors import ConfigError
 from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, dialect_of
 
 MAX_FILES = 256  # files one schema may pull in
+MAX_SCANNED = 4096  # *.json files read per saved-schemas folder when looking for a $id
 
 
-def bundle_files(schema: dict, path: Path) -> dict:
+def bundle_files(schema: dict, path: Path, schema_dirs: tuple[Path, ...] = ()) -> dict:
     """`schema` (read from `path`) with every local file its $refs reach embedded; the same object
-    when it names none. ConfigError (one line) for a file that is missing or not a schema."""
+    when it names none. ConfigError (one line) for a file that is missing or not a schema.
+    `schema_dirs`: folders that hold the schemas its http(s) references name (SavedSchemas)."""
     dialect = dialect_of(schema)  # the root's, for every file: they are read as part of it
     id_kw = "id" if dialect == "draft4" else "$id"
+    for d in schema_dirs:
+        if not Path(d).is_dir():
+            raise ConfigError(f"{{option}} {d}: no such folder", option="schema_dir")
+    saved = SavedSchemas(schema_dirs, id_kw)
     folder = path.resolve().parent
     own_id = schema.get(id_kw)
     base = urldefrag(own_id)[0] if isinstance(own_id, str) else ""  # "": URIs stay relative, no path in them
     known: set[str] = {base}
     todo = [(schema, "", path.resolve(), "")]  # (document, base where it sits, its file, its name; "" for the root)
     files: dict[str, tuple[str, dict, Path]] = {}  # URI -> ($defs name, the file's schema, the file)
-    missing: dict[str, str] = {}  # URI -> the message if no file read later declares it
+    missing: dict[str, ConfigError] = {}  # URI -> the error if no file read later declares it
     while todo:
         doc, doc_base, doc_path, doc_name = todo.pop()
         for ref, uri, where in _refs(doc, doc_base, dialect, known, doc_name):
             if uri in known:
                 continue
             local = _local_path(ref, uri, doc_path, base, folder)
+            if local is None and saved.dirs and urlparse(uri).scheme:
+                local, problem = saved.find(uri)
+                if local is None:  # unless a file read later declares it
+                    missing.setdefault(uri, ConfigError(f"{path}: $ref {ref!r} at {where}: {problem}", option="schema_dir"))
+                    continue
             if local is None:
                 continue  # a remote reference: the compiler refuses it, naming its pointer
             if local == path.resolve() and not base:  # the root by its file name: that name is its $id
@@ -52,18 +65,18 @@ def bundle_files(schema: dict, path: Path) -> dict:
                                       f"both be {uri!r}; refer to them by paths inside the schema's folder")
                 continue
             if not local.is_file():
-                missing.setdefault(uri, f"{path}: $ref {ref!r} at {where}: no such schema file {local} "
-                                        "(referenced schemas are read from local files only)")
+                missing.setdefault(uri, ConfigError(f"{path}: $ref {ref!r} at {where}: no such schema file {local} "
+                                                    "(referenced schemas are read from local files only)"))
                 continue
             if len(files) >= MAX_FILES:
                 raise ConfigError(f"{path}: $ref {ref!r} at {where}: more than {MAX_FILES} schema files")
             sub = {**_read(local, ref, where, path), id_kw: uri}  # its URI as the references spell it
-            file_name = _relative(local, folder)
-            files[uri] = (FILE_PREFIX + file_name, sub, local)  # named by its path from the root's folder
+            file_name = _name(local, folder, uri)
+            files[uri] = (FILE_PREFIX + file_name, sub, local)
             todo.append((sub, base, local, file_name))  # its $id is read where it is embedded
-    for uri, message in missing.items():
+    for uri, error in missing.items():
         if uri not in known and uri not in files:
-            raise ConfigError(message)
+            raise error
     if base and base != own_id:
         schema = {**schema, id_kw: base}
     if not files:
@@ -106,11 +119,61 @@ def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> 
     return None
 
 
-def _relative(local: Path, folder: Path) -> str:
+class SavedSchemas:
+    """The schemas in the `schema_dirs` folders (`--schema-dir`), for the http(s) references no relative path reaches:
+    first the mirror place (`DIR/host/path`), then the file whose own $id is the URI (every *.json
+    under the folders read once, on the first such reference)."""
+
+    def __init__(self, dirs: tuple[Path, ...], id_kw: str):
+        self.dirs, self.id_kw = tuple(Path(d) for d in dirs), id_kw
+        self._by_id: dict[str, list[Path]] | None = None
+
+    def find(self, uri: str) -> tuple[Path | None, str]:
+        """(the file that holds the schema at `uri`, "") or (None, why there is none)."""
+        parts = urlparse(uri)
+        for d in self.dirs if parts.scheme in ("http", "https") else ():
+            mirrored = (d / parts.netloc / unquote(parts.path).lstrip("/")).resolve()
+            if parts.path.strip("/") and mirrored.is_file():
+                return mirrored, ""
+        found = self._index().get(uri, [])
+        if len(found) > 1:
+            return None, f"{found[0]} and {found[1]} both declare the $id {uri!r}"
+        if not found:
+            shown = ", ".join(str(d) for d in self.dirs)
+            return None, (f"no schema in {{option}} {shown} declares the $id {uri!r} or lies at "
+                          f"{parts.netloc}{parts.path} there (nothing is fetched from the network)")
+        return found[0], ""
+
+    def _index(self) -> dict[str, list[Path]]:
+        if self._by_id is None:
+            self._by_id = {}
+            for d in self.dirs:
+                for file in sorted(d.rglob("*.json"))[:MAX_SCANNED]:
+                    declared = _declared_id(file, self.id_kw)
+                    if declared:
+                        self._by_id.setdefault(declared, []).append(file.resolve())
+        return self._by_id
+
+
+def _declared_id(file: Path, id_kw: str) -> str | None:
+    """The absolute URI a saved schema declares as its $id (without fragment), None if none or unreadable."""
+    try:
+        doc = json.loads(file.read_text("utf-8-sig"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    declared = doc.get(id_kw) if isinstance(doc, dict) else None
+    if not isinstance(declared, str) or not urlparse(declared).scheme:
+        return None
+    return urldefrag(declared)[0]
+
+
+def _name(local: Path, folder: Path, uri: str) -> str:
+    """A bundled file's name: its path from the root's folder; outside it, the absolute URI the
+    references use (a --schema-dir schema), else its absolute path (`../common.json`)."""
     try:
         return local.relative_to(folder).as_posix()
-    except ValueError:  # outside the root's folder (`../common.json`): its absolute path names it
-        return local.as_posix()
+    except ValueError:
+        return uri if urlparse(uri).scheme else local.as_posix()
 
 
 def _read(local: Path, ref: str, where: str, root: Path) -> dict:

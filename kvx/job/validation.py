@@ -18,7 +18,9 @@ SNIPPET = 120  # characters of a bad output quoted in its row's error message
 MAX_SCHEMA_DEPTH = 128  # JSON nesting levels; jsonschema and the grammar recurse per level
 
 
-def load_schema(path: str) -> dict:
+def load_schema(path: str, schema_dirs: tuple[str, ...] = ()) -> dict:
+    """The schema at `path`, its local $refs (and, from `schema_dirs`, its http(s) ones) bundled in;
+    ConfigError (one line) for anything unusable."""
     p = Path(path)
     try:
         schema = json.loads(p.read_text("utf-8-sig"))  # -sig: a byte order mark is not part of the JSON
@@ -32,7 +34,7 @@ def load_schema(path: str) -> dict:
         raise ConfigError(f"{path}: not a usable schema ({'nested too deeply' if isinstance(e, RecursionError) else e})") from None
     if not isinstance(schema, dict):
         raise ConfigError(f"{path}: a JSON Schema must be an object")
-    schema = bundle_files(schema, p)  # $refs to other local files: embedded, one document
+    schema = bundle_files(schema, p, tuple(Path(d) for d in schema_dirs))  # $refs to other files: embedded
     problem = value_problem(schema, MAX_SCHEMA_DEPTH)
     if problem:
         raise ConfigError(f"{path}: not a usable schema ({problem})")

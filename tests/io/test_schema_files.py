@@ -157,3 +157,74 @@ def test_schema_check_names_the_files_it_bundled(tmp_path, capsys, monkeypatch):
     path = _write(tmp_path, {"root.json": ROOT, "common/person.json": PERSON, "common/defs.json": DEFS})
     assert run_schema_check(str(path), None, True, tokenizer=load_tokenizer("smollm2-135m")) == 0
     assert json.loads(capsys.readouterr().out)["files"] == ["common/defs.json", "common/person.json"]
+
+
+# ---- http(s) references read from saved schemas (--schema-dir) --------------------------------
+REMOTE_ROOT = {"type": "object", "properties": {"who": {"$ref": "https://schemas.acme.test/person.json"},
+                                                "where": {"$ref": "https://example.org/s/defs.json#/$defs/place"}},
+               "required": ["who"], "additionalProperties": False}
+SAVED = {"anywhere/person.json": {**PERSON, "$id": "https://schemas.acme.test/person.json"},  # found by its $id
+         "anywhere/defs.json": {**DEFS, "$id": "https://schemas.acme.test/defs.json"},  # its relative ref's target
+         "example.org/s/defs.json": DEFS}  # no $id: found at host/path, as a mirror keeps it
+
+
+def _saved_reference(root: dict):
+    """jsonschema over the saved files, each a resource under the URI the references use."""
+    resources = [(uri, DRAFT202012.create_resource(doc)) for uri, doc in [
+        ("https://schemas.acme.test/person.json", SAVED["anywhere/person.json"]),
+        ("https://schemas.acme.test/defs.json", SAVED["anywhere/defs.json"]),
+        ("https://example.org/s/defs.json", DEFS)]]
+    return jsonschema.Draft202012Validator(root, registry=referencing.Registry().with_resources(resources))
+
+
+def test_saved_schemas_resolve_http_refs_by_id_or_mirror_path(tmp_path):
+    path = _write(tmp_path / "job", {"root.json": REMOTE_ROOT})
+    saved = _write(tmp_path / "saved", SAVED).parent.parent
+    with pytest.raises(UnsupportedSchema, match="remote reference 'https://schemas.acme.test/person.json'"):
+        compile_program(load_schema(str(path)), GrammarOptions())  # without the folder: refused, as before
+    bundled = load_schema(str(path), (str(saved),))
+    assert sorted(bundled["$defs"]) == ["kvx:file:https://example.org/s/defs.json",  # named by URI, not by path
+                                        "kvx:file:https://schemas.acme.test/defs.json",
+                                        "kvx:file:https://schemas.acme.test/person.json"]
+    reference, checker = _saved_reference(REMOTE_ROOT), RecordChecker(bundled)
+    program = compile_program(bundled, GrammarOptions()).program
+    verdicts = [reference.is_valid(json.loads(c)) for c in CASES]
+    assert verdicts.count(True) == 4 and verdicts.count(False) == 5
+    for case, want in zip(CASES, verdicts):
+        assert (checker.problem(json.loads(case)) is None) == want, case
+        assert program.accepts(case.encode()) == want, case
+
+
+def test_the_bundle_does_not_depend_on_where_the_saved_folder_lies(tmp_path):
+    path = _write(tmp_path / "job", {"root.json": REMOTE_ROOT})
+    one = _write(tmp_path / "a" / "saved", SAVED).parent.parent
+    two = _write(tmp_path / "b" / "deeper" / "saved", SAVED).parent.parent
+    assert load_schema(str(path), (str(one),)) == load_schema(str(path), (str(two),))
+
+
+@pytest.mark.parametrize("saved, message", [
+    ({}, "no schema in schema_dir"),
+    ({"x.json": {"$id": "https://schemas.acme.test/person.json"}, "y.json": {"$id": "https://schemas.acme.test/person.json"}},
+     "both declare the $id 'https://schemas.acme.test/person.json'"),
+])
+def test_a_saved_schema_missing_or_declared_twice_is_one_line(tmp_path, saved, message):
+    path = _write(tmp_path / "job", {"root.json": REMOTE_ROOT})
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    if saved:
+        _write(folder, saved)
+    with pytest.raises(ConfigError) as err:
+        load_schema(str(path), (str(folder),))
+    assert message in str(err.value) and "$ref 'https://schemas.acme.test/person.json' at /properties/who" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_the_command_line_names_the_flag(tmp_path, capsys):
+    from kvx.cli.main import main
+
+    path = _write(tmp_path, {"root.json": REMOTE_ROOT})
+    assert main(["schema", "check", str(path), "--schema-dir", str(tmp_path / "nope")]) == 2
+    assert "--schema-dir" in capsys.readouterr().err
+    with pytest.raises(UnsupportedSchema) as err:
+        compile_program(load_schema(str(path)), GrammarOptions())
+    assert err.value.naming("--schema-dir").endswith("name its folder with --schema-dir")

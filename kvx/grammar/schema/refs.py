@@ -173,8 +173,9 @@ class Document:
         uri, fragment = urldefrag(target)
         fragment = unquote(fragment)
         if uri not in self.resources:
-            raise UnsupportedSchema(f"unsupported keyword '$ref' (remote reference {ref!r}) at {where or '/'}",
-                                    "$ref", where)
+            raise UnsupportedSchema(f"unsupported keyword '$ref' (remote reference {ref!r}) at {where or '/'}; "
+                                    "nothing is fetched: save that schema and name its folder with {option}",
+                                    "$ref", where, option="schema_dir")
         base_ptr = self.resources[uri]
         if fragment == "" or fragment.startswith("/"):
             ptr = base_ptr + fragment
