@@ -258,3 +258,24 @@ def test_keys_that_require_the_same_names_are_one_choice(kw):
              '{"k1":1,"k2":2}', '{"a":1}', '{"a":1,"b":2}', '{"k5":1,"daemon":1,"a":1}', '{"k5":1,"daemon":1,"a":1,"b":1}']
     for text in texts:
         assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
+
+
+def test_a_ref_inside_a_group_of_definitions_takes_the_root_id_as_base():
+    """Meltano's schema groups definitions inside a definition (`$defs/plugins/{generic, extractors,
+    ...}`: `plugins` is a schema, its members are not under a keyword), and a member refers to its
+    sibling with `#/$defs/plugins/generic` under a root `$id`. The member's base URI is its enclosing
+    schema's, the root's, so the reference is local (it was refused as remote)."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/m.schema.json",
+              "type": "object", "properties": {"x": {"$ref": "#/$defs/plugins/extractor"}},
+              "$defs": {"plugins": {"generic": {"type": "object", "properties": {"name": {"type": "string"}},
+                                                "required": ["name"]},
+                                    "extractor": {"allOf": [{"$ref": "#/$defs/plugins/generic"},
+                                                            {"properties": {"n": {"type": "integer"}}}]}}}}
+    program = compile_program(schema).program
+    check = jsonschema.Draft202012Validator(schema)
+    # members in the order kvx writes them (allOf's pieces breadth first: `n`, then the $ref's `name`)
+    cases = ['{"x":{"name":"a"}}', '{"x":{"n":1,"name":"a"}}', '{"x":{"n":1}}', '{"x":{"n":"b","name":"a"}}', '{}']
+    verdicts = [check.is_valid(json.loads(c)) for c in cases]
+    assert verdicts == [True, True, False, False, True]
+    for case, want in zip(cases, verdicts):
+        assert program.accepts(case.encode()) == want, case

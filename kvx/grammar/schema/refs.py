@@ -120,6 +120,14 @@ class Document:
         for ptr, sub in child_pointers(node, pointer):
             self._index(sub, ptr, base)
 
+    def base_at(self, pointer: str) -> str:
+        """The base URI in effect at `pointer`: a schema under no keyword the index walks (meltano's
+        `$defs/plugins/transforms`, a group of definitions inside a definition, reached by `$ref`)
+        takes its nearest indexed ancestor's, as the JSON pointer into the document does."""
+        while pointer not in self.base_of and pointer:
+            pointer = pointer.rsplit("/", 1)[0]
+        return self.base_of.get(pointer, "")
+
     def synthesise(self, schema, made_from: str) -> str:
         """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
         self.synthesised.append((schema, self.origin(made_from)))
@@ -169,7 +177,7 @@ class Document:
         """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
         pointer = self.origin(pointer)
         where = self.display(f"{pointer}/$ref")
-        target = urljoin(self.base_of.get(pointer, ""), ref)
+        target = urljoin(self.base_at(pointer), ref)
         uri, fragment = urldefrag(target)
         fragment = unquote(fragment)
         if uri not in self.resources:
