@@ -19,9 +19,10 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 from kvx.errors import ConfigError
-from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, dialect_of
+from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, child_pointers, dialect_of, escape
 
 MAX_FILES = 256  # files one schema may pull in
+VALUE_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # JSON values, not schemas: a "$ref" key there is data
 MAX_SCANNED = 4096  # *.json files read per saved-schemas folder when looking for a $id
 
 
@@ -97,11 +98,37 @@ def _refs(doc: dict, base: str, dialect: str, known: set, name: str):
     resolves them; adds the URIs its $ids declare to `known`."""
     index = Document(doc, dialect, base)
     known.update(index.resources)
-    for ptr, node_base in index.base_of.items():
-        node = index.at(ptr)
-        ref = node.get("$ref") if isinstance(node, dict) else None
+    for ptr, node in _schema_objects(index):
+        ref = node.get("$ref")
         if isinstance(ref, str):
-            yield ref, urldefrag(urljoin(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
+            yield ref, urldefrag(urljoin(index.base_at(ptr), ref))[0], f"{name}#{ptr}" if name else ptr or "/"
+
+
+def _schema_objects(index: Document):
+    """(pointer, object) for every schema the index walked, and for every object under a key no
+    keyword walks (a group of definitions inside a definition, reached by pointer as the compiler
+    does), but not inside values (`enum`, `const`, `default`, `examples`: a "$ref" key there is data)."""
+    for ptr in list(index.base_of):
+        node = index.at(ptr)
+        if not isinstance(node, dict):
+            continue
+        yield ptr, node
+        walked = {child[len(ptr) + 1:].split("/", 1)[0] for child, _ in child_pointers(node, ptr)}
+        for key, value in node.items():
+            if escape(key) not in walked and key not in VALUE_KEYWORDS:
+                yield from _unwalked(value, f"{ptr}/{escape(key)}")
+
+
+def _unwalked(node, ptr: str):
+    if isinstance(node, dict):
+        yield ptr, node
+        items = ((k, v) for k, v in node.items() if k not in VALUE_KEYWORDS)
+    elif isinstance(node, list):
+        items = ((str(i), v) for i, v in enumerate(node))
+    else:
+        return
+    for key, sub in items:
+        yield from _unwalked(sub, f"{ptr}/{escape(key)}")
 
 
 def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> Path | None:

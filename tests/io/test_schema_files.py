@@ -228,3 +228,23 @@ def test_the_command_line_names_the_flag(tmp_path, capsys):
     with pytest.raises(UnsupportedSchema) as err:
         compile_program(load_schema(str(path)), GrammarOptions())
     assert err.value.naming("--schema-dir").endswith("name its folder with --schema-dir")
+
+
+def test_a_file_ref_inside_a_group_of_definitions_is_bundled_and_data_is_not_read(tmp_path):
+    """A `$ref` under a key no keyword walks (a group of definitions, reached by pointer) names a file
+    as any other does; a "$ref" key inside `examples` or `default` is data, not a file to read; a
+    property that happens to be called `default` is a schema."""
+    root = {"type": "object", "properties": {"x": {"$ref": "#/$defs/group/a"}, "default": {"$ref": "b.json"}},
+            "$defs": {"group": {"a": {"$ref": "a.json"}}},
+            "examples": [{"$ref": "not-a-file.json"}], "default": {"$ref": "nor-this.json"}}
+    path = _write(tmp_path, {"root.json": root, "a.json": {"type": "integer"}, "b.json": {"type": "boolean"}})
+    bundled = load_schema(str(path))
+    assert sorted(bundled["$defs"]) == ["group", "kvx:file:a.json", "kvx:file:b.json"]
+    reference, checker = _reference(path), RecordChecker(bundled)
+    program = compile_program(bundled, GrammarOptions()).program
+    cases = ['{"x":1}', '{"x":"1"}', '{"default":true}', '{"default":1}', '{}']
+    verdicts = [reference.is_valid(json.loads(c)) for c in cases]
+    assert verdicts == [True, False, True, False, True]
+    for case, want in zip(cases, verdicts):
+        assert (checker.problem(json.loads(case)) is None) == want, case
+        assert program.accepts(case.encode()) == want, case
