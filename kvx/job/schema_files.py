@@ -147,9 +147,10 @@ def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> 
 
 
 class SavedSchemas:
-    """The schemas in the `schema_dirs` folders (`--schema-dir`), for the http(s) references no relative path reaches:
-    first the mirror place (`DIR/host/path`), then the file whose own $id is the URI (every *.json
-    under the folders read once, on the first such reference)."""
+    """The schemas in the `schema_dirs` folders (`--schema-dir`), for the http(s) references no
+    relative path reaches: first the mirror place (`DIR/host/path`, never outside DIR), then the
+    file whose own $id is the URI (every *.json under the folders read once, on the first such
+    reference)."""
 
     def __init__(self, dirs: tuple[Path, ...], id_kw: str):
         self.dirs, self.id_kw = tuple(Path(d) for d in dirs), id_kw
@@ -160,7 +161,7 @@ class SavedSchemas:
         parts = urlparse(uri)
         for d in self.dirs if parts.scheme in ("http", "https") else ():
             mirrored = (d / parts.netloc / unquote(parts.path).lstrip("/")).resolve()
-            if parts.path.strip("/") and mirrored.is_file():
+            if parts.path.strip("/") and mirrored.is_relative_to(d.resolve()) and mirrored.is_file():
                 return mirrored, ""
         found = self._index().get(uri, [])
         if len(found) > 1:

@@ -248,3 +248,12 @@ def test_a_file_ref_inside_a_group_of_definitions_is_bundled_and_data_is_not_rea
     for case, want in zip(cases, verdicts):
         assert (checker.problem(json.loads(case)) is None) == want, case
         assert program.accepts(case.encode()) == want, case
+
+
+def test_a_mirror_path_never_leaves_the_saved_folder(tmp_path):
+    root = {"type": "object", "properties": {"a": {"$ref": "https://h/../../outside.json"}}}
+    path = _write(tmp_path / "job", {"root.json": root})
+    _write(tmp_path, {"outside.json": {"type": "integer"}})  # where h/../../ would lead from the folder
+    (tmp_path / "saved" / "h").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="no schema in schema_dir"):
+        load_schema(str(path), (str(tmp_path / "saved"),))
