@@ -116,7 +116,7 @@ def prompt_builder(a: ExtractArgs, spec: PromptSpec, schema: dict, runtime: Runt
 def run_extract(a: ExtractArgs) -> int:
     settings = check_job_options(a)
     opts = engine_options(a)
-    schema = load_schema(a.schema, tuple(a.schema_dir or ()))
+    schema = load_schema(a.schema, a.schema_dir or ())
     checker = RecordChecker(schema)
     spec = prompt_spec(a, checker)
     check_output_path(a.output, a.input, {"--stats": a.stats})

@@ -27,7 +27,7 @@ def check(
     from kvx.job.validation import load_schema
 
     options = GrammarOptions(extra_keys=check_choice(extra_keys, ExtraKeys, "extra_keys"))
-    loaded = load_schema(schema, tuple(schema_dir or ()))  # a file that is not JSON / not a schema: one-line message, exit 2
+    loaded = load_schema(schema, schema_dir or ())  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json, loaded=loaded, options=options))
 
 

@@ -19,10 +19,9 @@ from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 from kvx.errors import ConfigError
-from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, child_pointers, dialect_of, escape
+from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, dialect_of
 
 MAX_FILES = 256  # files one schema may pull in
-VALUE_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # JSON values, not schemas: a "$ref" key there is data
 MAX_SCANNED = 4096  # *.json files read per saved-schemas folder when looking for a $id
 
 
@@ -32,9 +31,6 @@ def bundle_files(schema: dict, path: Path, schema_dirs: tuple[Path, ...] = ()) -
     `schema_dirs`: folders that hold the schemas its http(s) references name (SavedSchemas)."""
     dialect = dialect_of(schema)  # the root's, for every file: they are read as part of it
     id_kw = "id" if dialect == "draft4" else "$id"
-    for d in schema_dirs:
-        if not Path(d).is_dir():
-            raise ConfigError(f"{{option}} {d}: no such folder", option="schema_dir")
     saved = SavedSchemas(schema_dirs, id_kw)
     folder = path.resolve().parent
     own_id = schema.get(id_kw)
@@ -98,37 +94,11 @@ def _refs(doc: dict, base: str, dialect: str, known: set, name: str):
     resolves them; adds the URIs its $ids declare to `known`."""
     index = Document(doc, dialect, base)
     known.update(index.resources)
-    for ptr, node in _schema_objects(index):
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            yield ref, urldefrag(urljoin(index.base_at(ptr), ref))[0], f"{name}#{ptr}" if name else ptr or "/"
-
-
-def _schema_objects(index: Document):
-    """(pointer, object) for every schema the index walked, and for every object under a key no
-    keyword walks (a group of definitions inside a definition, reached by pointer as the compiler
-    does), but not inside values (`enum`, `const`, `default`, `examples`: a "$ref" key there is data)."""
-    for ptr in list(index.base_of):
+    for ptr, node_base in index.base_of.items():
         node = index.at(ptr)
-        if not isinstance(node, dict):
-            continue
-        yield ptr, node
-        walked = {child[len(ptr) + 1:].split("/", 1)[0] for child, _ in child_pointers(node, ptr)}
-        for key, value in node.items():
-            if escape(key) not in walked and key not in VALUE_KEYWORDS:
-                yield from _unwalked(value, f"{ptr}/{escape(key)}")
-
-
-def _unwalked(node, ptr: str):
-    if isinstance(node, dict):
-        yield ptr, node
-        items = ((k, v) for k, v in node.items() if k not in VALUE_KEYWORDS)
-    elif isinstance(node, list):
-        items = ((str(i), v) for i, v in enumerate(node))
-    else:
-        return
-    for key, sub in items:
-        yield from _unwalked(sub, f"{ptr}/{escape(key)}")
+        ref = node.get("$ref") if isinstance(node, dict) else None
+        if isinstance(ref, str):
+            yield ref, urldefrag(urljoin(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
 
 
 def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> Path | None:
@@ -153,7 +123,10 @@ class SavedSchemas:
     reference)."""
 
     def __init__(self, dirs: tuple[Path, ...], id_kw: str):
-        self.dirs, self.id_kw = tuple(Path(d) for d in dirs), id_kw
+        for d in dirs:
+            if not d.is_dir():
+                raise ConfigError(f"{{option}} {d}: no such folder", option="schema_dir")
+        self.dirs, self.id_kw = dirs, id_kw
         self._by_id: dict[str, list[Path]] | None = None
 
     def find(self, uri: str) -> tuple[Path | None, str]:

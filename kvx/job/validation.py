@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import jsonschema
 import referencing.exceptions
@@ -18,7 +18,7 @@ SNIPPET = 120  # characters of a bad output quoted in its row's error message
 MAX_SCHEMA_DEPTH = 128  # JSON nesting levels; jsonschema and the grammar recurse per level
 
 
-def load_schema(path: str, schema_dirs: tuple[str, ...] = ()) -> dict:
+def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
     """The schema at `path`, its local $refs (and, from `schema_dirs`, its http(s) ones) bundled in;
     ConfigError (one line) for anything unusable."""
     p = Path(path)

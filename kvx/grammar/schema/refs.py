@@ -25,6 +25,7 @@ DRAFT_URIS = ("http://json-schema.org/draft/2020-12/", "http://json-schema.org/d
               "http://json-schema.org/draft-07/", "http://json-schema.org/draft-06/", "http://json-schema.org/draft-04/",
               "http://json-schema.org/schema")  # the drafts' meta-schemas (http or https)
 LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
+VALUE_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # JSON values, not schemas: a "$ref" there is data
 FILE_PREFIX = "kvx:file:"  # $defs name of a schema file bundled in (kvx/job/schema_files.py) + its path
 
 
@@ -117,16 +118,28 @@ class Document:
             if isinstance(node.get(kw), str):
                 self.anchors.setdefault(f"{base}#{node[kw]}", pointer)
         self.base_of[pointer] = base
+        walked = set()
         for ptr, sub in child_pointers(node, pointer):
+            walked.add(ptr[len(pointer) + 1:].split("/", 1)[0])
             self._index(sub, ptr, base)
+        for key, value in node.items():
+            if escape(key) not in walked and key not in VALUE_KEYWORDS:
+                self._index_unwalked(value, f"{pointer}/{escape(key)}", base)
 
-    def base_at(self, pointer: str) -> str:
-        """The base URI in effect at `pointer`: a schema under no keyword the index walks (meltano's
-        `$defs/plugins/transforms`, a group of definitions inside a definition, reached by `$ref`)
-        takes its nearest indexed ancestor's, as the JSON pointer into the document does."""
-        while pointer not in self.base_of and pointer:
-            pointer = pointer.rsplit("/", 1)[0]
-        return self.base_of.get(pointer, "")
+    def _index_unwalked(self, node, pointer: str, base: str) -> None:
+        """Objects under a key no keyword walks (meltano's `$defs/plugins/{generic, extractors}`, a
+        group of definitions inside a definition, which a `$ref` reaches by pointer): they take the
+        enclosing schema's base, as the JSON pointer into the document does; no `$id` or anchor of
+        theirs counts (a validator does not crawl them for resources either)."""
+        if isinstance(node, dict):
+            self.base_of[pointer] = base
+            items = [(k, v) for k, v in node.items() if k not in VALUE_KEYWORDS]
+        elif isinstance(node, list):
+            items = [(str(i), v) for i, v in enumerate(node)]
+        else:
+            return
+        for key, sub in items:
+            self._index_unwalked(sub, f"{pointer}/{escape(key)}", base)
 
     def synthesise(self, schema, made_from: str) -> str:
         """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
@@ -177,7 +190,7 @@ class Document:
         """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
         pointer = self.origin(pointer)
         where = self.display(f"{pointer}/$ref")
-        target = urljoin(self.base_at(pointer), ref)
+        target = urljoin(self.base_of.get(pointer, ""), ref)
         uri, fragment = urldefrag(target)
         fragment = unquote(fragment)
         if uri not in self.resources:
