@@ -5,7 +5,6 @@ The compiled program and its distances are cached on disk (kvx/grammar/cache.py)
 from __future__ import annotations
 
 import dataclasses
-import gc
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -56,9 +55,6 @@ def _warm_compiler() -> None:
     from kvx.grammar.schema.compiler import compile_program  # noqa: F401
 
     graph_kernels.kernels()
-    # what the process holds by now (torch, the tokenizer, these modules) lives as long as it does:
-    # out of the collector's full passes, which cost 0.2-0.5 s over it with torch loaded
-    gc.freeze()
 
 
 def compile_schema(
