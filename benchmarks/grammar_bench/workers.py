@@ -39,10 +39,18 @@ def _child(engine_name: str, conn, sys_path: list[str], log_path: str) -> None:
     sys.path[:] = sys_path
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 2)  # engines' own warnings (xgrammar prints per schema) go to a log, not the table
-    from benchmarks.grammar_bench.engines import Refused, make_engine
+    from benchmarks.grammar_bench.engines import make_engine
+    from kvx.heap import frozen_heap
 
     engine = make_engine(engine_name)
     conn.send("ready")
+    with frozen_heap():  # as `kvx extract` runs its job: the loaded engine stays out of full collections
+        _serve(engine, conn)
+
+
+def _serve(engine, conn) -> None:
+    from benchmarks.grammar_bench.engines import Refused
+
     while True:
         job = conn.recv()
         if job is None:

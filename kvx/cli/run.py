@@ -16,6 +16,7 @@ from kvx.job.validation import RecordChecker, load_schema
 from kvx.cluster.options import ClusterOptions
 from kvx.engine.api import Attention, Dtype, KVDtype
 from kvx.errors import ConfigError
+from kvx.heap import frozen_heap
 from kvx.copy_check import CopyCheck
 from kvx.cut_text import CutText
 from kvx.grounding import Ungrounded
@@ -164,7 +165,8 @@ def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: Pro
     previous = signal.signal(signal.SIGTERM, _interrupt)  # a polite kill stops like Ctrl-C
     started = time.perf_counter()
     try:
-        outcome = job.run()
+        with frozen_heap():  # the loaded model, tokenizer and grammar stay out of the job's collections
+            outcome = job.run()
     finally:
         signal.signal(signal.SIGTERM, previous)
         view.stop()

@@ -19,6 +19,7 @@ from typing import Iterator
 from kvx.job.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
 from kvx.engine.api import PAUSE, ChoiceHook, ChoiceTrace, Pause, Request, Result, SamplingParams, TokenVeto, Usage
 from kvx.errors import KvxError
+from kvx.heap import frozen_heap
 
 
 @dataclass
@@ -124,8 +125,9 @@ class ReplicaWorker:
 
             torch.set_num_threads(self.threads)
         try:
-            for result in self.runtime.engine.generate(self._source()):
-                self._finished(result)
+            with frozen_heap():  # the loaded runtime stays out of the engine loop's collections
+                for result in self.runtime.engine.generate(self._source()):
+                    self._finished(result)
         except Exception as e:  # noqa: BLE001 - reported to the driver, which re-queues the work
             with self._cv:
                 self._box.failure = f"replica {self.index}: engine failed: {type(e).__name__}: {e}"
