@@ -126,7 +126,7 @@ class Job:
 
     def run(self) -> JobOutcome:
         try:
-            if self.settings.choices in ("calibrated", "channel"):
+            if self.settings.choices in ("calibrated", "channel") and self._has_work():
                 self._calibrate()
             while True:
                 results = self._generate(self._window() if self._channel else self._requests())
@@ -150,6 +150,16 @@ class Job:
             self.sink.finish()
         except (OutputError, OutputClosed) as e:  # the last commit (or the Parquet merge) failed
             self.outcome.failure = self.outcome.failure or e
+
+    def _has_work(self) -> bool:
+        """Whether a record is left to decode: the first fresh attempt is drawn (error rows before it
+        are written as usual) and put back. An empty input or a finished --resume skips the
+        calibration's decodes; a stream calibrates once its first record has come."""
+        first = next(self._attempts, None)
+        if first is None:
+            return False
+        self._attempts = itertools.chain([first], self._attempts)
+        return True
 
     def _calibrate(self) -> None:
         """Decode the content-free prompts once; their choices calibrate every record's."""
@@ -255,8 +265,6 @@ class Job:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
                                       f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
         attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=user)
-        if self._enums and not self._channel:  # calibrated with --mentions (channel: once its window is scored)
-            attempt.hook = self._record_hook(ChannelScores(), user)
         if self.codes:
             spans = CodeSpans.of(self.codes, user)
             attempt.codes = spans if spans.spans else None
@@ -288,6 +296,10 @@ class Job:
         if attempt.number > 0:  # sampled retries draw every token, choices included
             sampling.temperature, sampling.top_p = s.retry_temperature, s.retry_top_p
             sampling.seed = zlib.crc32(f"{s.seed}:{attempt.record.id}:{attempt.number}".encode())
+        if attempt.hook is None and self._enums and not self._channel:
+            # calibrated with --mentions (channel: once its window is scored); made here, not on
+            # admission: the first record is admitted before the calibration it reads has run
+            attempt.hook = self._record_hook(ChannelScores(), attempt.text)
         return Request(id=f"{attempt.record.index}.{attempt.number}", prompt_ids=attempt.prompt_ids,
                        sampling=sampling, constraint=self._constraint(attempt.max_tokens),
                        choice_hook=attempt.hook or self.calibration, token_veto=self._guard(attempt),

@@ -9,6 +9,7 @@ from kvx_cli_helpers import REPO, TICKET_SCHEMA, assert_one_line_error, read_jso
 from kvx_fake_runtime import LONG_SUMMARY
 
 from kvx.cli.main import main
+from kvx.engine.calibration import ContextualCalibration
 
 SAMPLES = REPO / "samples" / "tickets.jsonl"
 SCHEMA = json.loads(TICKET_SCHEMA.read_text())
@@ -312,3 +313,38 @@ def test_a_cut_the_schema_refuses_is_not_made(tmp_path):
     rows = read_jsonl(tmp_path / "o.jsonl")
     assert code == 0 and rows[0]["record"]["summary"] == LONG_SUMMARY
     assert json.loads((tmp_path / "stats.json").read_text())["records_cut_at_sentence"] == 0
+
+
+def _recording_engines(monkeypatch) -> list:
+    import kvx_fake_runtime
+
+    engines = []
+    real = kvx_fake_runtime.fake_runtime
+    monkeypatch.setattr(kvx_fake_runtime, "fake_runtime", lambda s, o: engines.append(real(s, o)) or engines[-1])
+    return engines
+
+
+def test_nothing_to_decode_runs_no_calibration(tmp_path, monkeypatch):
+    """A finished --resume and an empty input decode nothing, the content-free prompts included."""
+    engines = _recording_engines(monkeypatch)
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": f"parcel {i} is late"} for i in range(3)])
+    assert extract(tmp_path, input=src)[0] == 0
+    assert sum(r.id.startswith("content-free") for r in engines[0].engine.seen_requests) == 3
+    code, out = extract(tmp_path, "--resume", "--stats", tmp_path / "stats.json", input=src)
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert code == 0 and len(read_jsonl(out)) == 3 and stats["calibration_points"] == 0
+    assert engines[1].engine.seen_requests == []
+    (tmp_path / "empty.jsonl").write_text("")
+    assert extract(tmp_path, input=tmp_path / "empty.jsonl", out="empty.out.jsonl")[0] == 0
+    assert engines[2].engine.seen_requests == []
+
+
+def test_every_record_ranks_with_the_calibration(tmp_path, monkeypatch):
+    """The first record is drawn before the calibration runs: its choice hook still reads it."""
+    engines = _recording_engines(monkeypatch)
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": f"refund {i} please"} for i in range(3)])
+    assert extract(tmp_path, "--mentions", "--choices", "calibrated", input=src)[0] == 0
+    records = [r for r in engines[0].engine.seen_requests if not r.id.startswith("content-free")]
+    assert len(records) == 3
+    bases = {id(r.choice_hook.base) for r in records}  # the fake engine makes no choices: no points to compare
+    assert len(bases) == 1 and isinstance(records[0].choice_hook.base, ContextualCalibration)
