@@ -13,6 +13,7 @@ from kvx.grammar import cache as _cache
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata import graph_kernels
 from kvx.grammar.automata.pda import Program
+from kvx.grammar.automata.small_pages import small_pages
 from kvx.grammar.errors import TooLarge, too_large
 from kvx.grammar.options import GrammarOptions
 from kvx.grammar.tokens.budget import token_prefixes
@@ -81,7 +82,7 @@ def compile_schema(
     if loaded is None:
         from kvx.grammar.schema.compiler import DEADLINE_S, compile_program, paused_gc
 
-        with paused_gc(), deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
+        with paused_gc(), small_pages(), deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
             compiled = compile_program(schema, options)
             program = compiled.program
             try:

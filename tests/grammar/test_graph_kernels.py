@@ -151,18 +151,37 @@ def test_call_edges_and_spread_match_numpy():
 
 
 def test_subset_loop_stops_at_the_deadline():
-    """The compiled subset loop looks at the compile's deadline every 1,024 states: past it, it stops
-    (status -2, which the composer turns into its deadline refusal); without one it finishes."""
+    """The compiled subset loop looks at the compile's deadline each `look_every` units of work (a
+    member or class read), not per count of states: past it, it stops (status -2, which the composer
+    turns into its deadline refusal); without one, or before its first look, it finishes."""
     from kvx.grammar.automata import deadline
 
-    n = 3000  # closure states, each one state of work
+    n = 3000  # closure states, each a few units of work
     trans = np.full((n, 1), -1, np.int32)
     trans[:-1, 0] = np.arange(1, n, dtype=np.int32)
     args = (trans, np.ones(n, np.bool_), np.zeros(n, np.int64), np.array([0, 1], np.int64), np.array([n - 1], np.int64),
             np.array([True]), np.array([0], np.int64), False, 4 * n)
-    assert graph_kernels.kernels().subsets(*args)[0] == 0
+    assert graph_kernels.kernels().subsets(*args, 100)[0] == 0
     with deadline.within(deadline.Deadline(-1.0)):
-        assert graph_kernels.kernels().subsets(*args)[0] == -2
+        assert graph_kernels.kernels().subsets(*args, 100)[0] == -2
+        assert graph_kernels.kernels().subsets(*args, 1 << 40)[0] == 0  # no look: all the work done
+
+
+def test_a_few_heavy_subset_states_reach_the_deadline_look():
+    """Fewer than 1,024 states, each reading thousands of members (megalinter's kind of network): the
+    loop still looks at the deadline and stops, where a count of states never would have."""
+    from kvx.grammar.automata import deadline
+
+    m, classes = 2000, 8  # a start subset of m copies' states, each moving on every class to its own state
+    n = 2 * m
+    trans = np.full((n, classes), -1, np.int32)
+    trans[:m] = (m + np.arange(m, dtype=np.int32))[:, None]
+    args = (trans, np.zeros(n, np.bool_), np.full(n, -1, np.int64), np.array([0], np.int64), np.zeros(0, np.int64),
+            np.zeros(0, np.bool_), np.arange(m, dtype=np.int64), False, 4 * n)
+    status, out, _, _ = graph_kernels.kernels().subsets(*args, 1 << 12)
+    assert status == 0 and len(out) - n < 1024  # few new states
+    with deadline.within(deadline.Deadline(-1.0)):
+        assert graph_kernels.kernels().subsets(*args, 1 << 12)[0] == -2
 
 
 def test_column_classes_match_numpy(numpy_only):
@@ -227,3 +246,15 @@ def test_product_stops_at_its_cap_and_the_deadline():
         dfa_ops.product(counter, anything, max_states=100)
     with deadline.within(deadline.Deadline(-1.0)), pytest.raises(TooLarge, match="deadline"):
         dfa_ops.product(counter, anything)
+
+
+def test_small_pages_turns_numpy_huge_page_advice_off_for_the_scope():
+    from kvx.grammar.automata.small_pages import _set_madvise_hugepage, small_pages
+
+    before = _set_madvise_hugepage(True)  # a known state
+    try:
+        with small_pages():
+            assert _set_madvise_hugepage(False) is False  # off inside
+        assert _set_madvise_hugepage(True) is True  # and back on after
+    finally:
+        _set_madvise_hugepage(before)

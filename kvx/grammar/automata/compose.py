@@ -29,6 +29,7 @@ from kvx.grammar.automata.cdfa import (CDFA, column_classes, compact, empty_word
                                        single_class, trim)
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.subset_kernel import LOOK_EVERY
 from kvx.grammar.errors import TooLarge
 
 MINIMISE_UP_TO = 64  # states; Moore rounds on bigger results would cost more than they save
@@ -239,14 +240,13 @@ class Composer:
         for c in np.unique(chunk_of).tolist():
             deadline.check()
             part = filled[chunk_of == c]
-            rows = trans[np.fromiter((q for i in part.tolist() for q in entries[i]), dtype=np.int64,
-                                     count=int(lens[part].sum()))]
+            rows = trans[np.concatenate([entries[i] for i in part.tolist()])]
             firsts = np.concatenate([[0], np.cumsum(lens[part])[:-1]])
             node_live[part] = np.add.reduceat((rows >= 0).astype(np.int64), firsts, axis=0)
             node_row[part] = np.where(node_live[part] == 1, np.maximum.reduceat(rows, firsts, axis=0), -1)
         fin = np.zeros(total, dtype=bool)
         fin[acc_states] = node_fin[which]
-        has_entry = np.array([bool(e) for e in entries], dtype=bool)
+        has_entry = lens > 0
         is_closure = np.zeros(total, dtype=bool)
         closing = acc_states[has_entry[which]]
         is_closure[closing] = True
@@ -254,7 +254,7 @@ class Composer:
         rows = trans[closing]
         clash = ((rows >= 0) & (node_live[w] > 0)).any(axis=1) | (node_live[w] > 1).any(axis=1)
         merged = (closing[~clash], np.where(rows[~clash] >= 0, rows[~clash], node_row[w[~clash]]).astype(np.int32))
-        entry_of = {int(u): frozenset(e) for u, e in zip(nodes, entries)}
+        entry_of = {int(u): frozenset(e.tolist()) for u, e in zip(nodes, entries)}
 
         def closure(q: int) -> frozenset:
             return entry_of[int(target_node[q])] | {q} if is_closure[q] else frozenset((q,))
@@ -385,12 +385,13 @@ class Composer:
         acc_states, nodes, which, entries, node_fin = _target_nodes(copy_acc, target_node, node_closure)
         entry_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
         entry_ptr[1:] = np.cumsum([len(e) for e in entries])
-        entry_states = np.fromiter((q for e in entries for q in e), dtype=np.int64, count=int(entry_ptr[-1]))
+        entry_states = np.concatenate(entries) if entries else np.zeros(0, dtype=np.int64)
+        deadline.check()
         node_of = np.full(len(copy_acc), -1, dtype=np.int64)
         node_of[acc_states] = which
         status, trans, accepting, start = kernel(
             np.ascontiguousarray(trans), copy_acc, node_of, entry_ptr, entry_states, node_fin,
-            np.array(sorted(entry0), dtype=np.int64), bool(final0), 8 * self.max_states)
+            np.array(sorted(entry0), dtype=np.int64), bool(final0), 8 * self.max_states, LOOK_EVERY)
         if status == -2:
             deadline.check()
         if status < 0:
@@ -541,7 +542,17 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
     acc_states = np.flatnonzero(copy_acc)
     nodes, which = np.unique(target_node[acc_states], return_inverse=True)
     info = [node_closure(int(u)) for u in nodes]
-    return acc_states, nodes, which, [sorted(e) for e, _ in info], np.array([f for _, f in info], dtype=bool)
+    # as sorted arrays, each distinct set once: a big network's nodes hold ~1M entries (megalinter)
+    as_array: dict[frozenset, np.ndarray] = {}
+    entries = []
+    for i, (members, _) in enumerate(info):
+        if i % 256 == 255:
+            deadline.check()
+        got = as_array.get(members)
+        if got is None:
+            got = as_array[members] = np.sort(np.fromiter(members, dtype=np.int64, count=len(members)))
+        entries.append(got)
+    return acc_states, nodes, which, entries, np.array([f for _, f in info], dtype=bool)
 
 
 def _literal_chain(text: list[int]) -> CDFA:

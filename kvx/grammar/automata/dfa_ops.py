@@ -10,6 +10,7 @@ from kvx.grammar.automata.cdfa import CDFA, column_classes, compact, repeat_char
 from kvx.grammar.automata.cdfa import trim as trim_classes
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.product_kernel import LOOK_EVERY
 from kvx.grammar.errors import TooLarge
 
 
@@ -30,7 +31,8 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
     compiled = graph_kernels.kernels()
     if compiled is not None:
         c_order = np.ascontiguousarray  # the gathers above may come out column-major
-        status, trans, key_arr = compiled.product(c_order(ta), c_order(tb), nb, start, mode == "minus", max_states)
+        status, trans, key_arr = compiled.product(c_order(ta), c_order(tb), nb, start, mode == "minus", max_states,
+                                                    LOOK_EVERY)
         if status == -2:
             deadline.check()
         if status < 0:

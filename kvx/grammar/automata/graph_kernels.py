@@ -12,7 +12,7 @@ holds them side by side); the subset construction numbers its new states in the 
 
 Compiled once per machine into $KVX_CACHE/numba (about 20 s), loaded once per process (compile.py
 warms them outside the per-schema time, as it does the tokenizer's tables). The subset loop looks at
-the compile's deadline every 1,024 states it works out (numba's object mode, a few microseconds).
+the compile's deadline every ~1 ms of its work (numba's object mode, a few microseconds a look).
 """
 from __future__ import annotations
 
@@ -67,13 +67,13 @@ def _warm(k: GraphKernels) -> None:
     k.distances(np.array([[1], [-1]], i32), np.array([0], i64), np.array([False, True]),
                 np.zeros(0, i64), np.zeros(0, i64), np.zeros(0, i64), 1 << 30)
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
-              np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16)
+              np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16, 1 << 20)
     _warm_deadline_look(k)
     k.call_edges(np.array([[1], [-1]], i32), np.zeros(256, i64), 0)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):
         k.column_classes(np.zeros((2, 256), dtype))
-    k.product(np.array([[1], [-1]], i64), np.array([[0], [1]], i64), 1, 0, False, 16)
+    k.product(np.array([[1], [-1]], i64), np.array([[0], [1]], i64), 1, 0, False, 16, 4096)
     for dtype in (i32, i64):
         k.trim(np.array([[1], [-1]], dtype), np.array([False, True]), 0, False)
 
@@ -222,13 +222,17 @@ def _distances(trans, reps, final, call_src, call_start, call_ret, inf):  # prag
 
 
 def _warm_deadline_look(k: GraphKernels) -> None:
-    """Run the subset loop past its first deadline look: numba sets up its object-mode call on first
-    use (~30 ms), which would otherwise land in the first real compile of a process."""
-    n = 3 * 1024 + 2  # a chain of closure states, each closing onto the next: 1,024 states worked out
+    """Run the subset and product loops past a deadline look: numba sets up each object-mode call on
+    first use (30-90 ms), which would otherwise land in the first real compile of a process (the one
+    compile `kvx extract` makes: a schema near the deadline was refused there, compiled later on)."""
+    n = 8  # a chain of closure states, each closing onto the next; a look after every unit of work
     trans = np.full((n, 1), -1, np.int32)
     trans[:-1, 0] = np.arange(1, n, dtype=np.int32)
     k.subsets(trans, np.ones(n, np.bool_), np.zeros(n, np.int64), np.array([0, 1], np.int64),
-              np.array([n - 1], np.int64), np.array([True]), np.array([0], np.int64), False, 4 * n)
+              np.array([n - 1], np.int64), np.array([True]), np.array([0], np.int64), False, 4 * n, 1)
+    chain = np.full((n, 1), -1, np.int64)  # a chain times "anything": a row per level, a look after each
+    chain[:-1, 0] = np.arange(1, n)
+    k.product(chain, np.array([[0], [1]], np.int64), 1, 0, False, 4 * n, 1)
 
 
 @_jit

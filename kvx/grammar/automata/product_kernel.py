@@ -12,11 +12,11 @@ from kvx.grammar.automata import deadline
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
 
-DEADLINE_EVERY = 4096  # pair rows worked out between two looks at the compile's deadline
+LOOK_EVERY = 4096  # pair rows worked out between two looks at the compile's deadline
 
 
 @_jit
-def product_rows(ta, tb, nb, start_key, minus, max_states):  # pragma: no cover - compiled
+def product_rows(ta, tb, nb, start_key, minus, max_states, look_every):  # pragma: no cover - compiled
     """dfa_ops.product's walk: ta [na, K] (-1 dead), tb [nb + 1, K] (b's dead state is row nb).
     A pair (a, b) is the key a * (nb + 1) + b; new pairs are numbered level by level, in key order
     within a level. Returns (status, trans [n, K] int32, keys [n]); status -1: more than
@@ -31,10 +31,10 @@ def product_rows(ta, tb, nb, start_key, minus, max_states):  # pragma: no cover 
     out = np.empty((64, k), np.int32)
     n_rows = 0
     frontier = keys[:1].copy()
-    next_look = DEADLINE_EVERY
+    next_look = look_every
     while len(frontier):
         if n_rows >= next_look:
-            next_look += DEADLINE_EVERY
+            next_look += look_every
             with _numba.objmode(late="boolean"):
                 late = deadline.passed()
             if late:

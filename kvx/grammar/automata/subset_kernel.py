@@ -3,8 +3,10 @@
 A closure state (accepting in its copy, continuing into the copies that leave its target node)
 stands for its closure, so its row becomes that subset's; the part of the row its node's entry
 copies give is worked out once per node. Other subset states are keyed by their sorted members in
-a hash table (linear probing). The loop looks at the compile's deadline every 1,024 states through
-numba's object mode.
+a hash table (linear probing). The loop looks at the compile's deadline through numba's object
+mode each time it has done `look_every` more units of work (a member or a class read): a count of
+states would not do, a state of a big network reads thousands of members per class (1,024 of
+megalinter's took 0.3 s, past the deadline unseen).
 """
 from __future__ import annotations
 
@@ -67,9 +69,12 @@ def _closure_with(members, acc, fin, is_closure, node_of, entry_ptr, entry_state
     return -1
 
 
+LOOK_EVERY = 1 << 20  # units of work between looks at the deadline: ~1 ms here, a look costs a few us
+
+
 @_jit
 def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_members, start_final,
-             cap):  # pragma: no cover - compiled
+            cap, look_every):  # pragma: no cover - compiled
     """The subset construction of compose.Composer.network over its copies' states (see there):
     returns (status, trans, accepting, start); status -1: `cap` states or more, -2: the deadline.
 
@@ -88,7 +93,16 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     # per node and class: how many entry copies move (0, 1, 2 = several) and where, if one does
     node_live = np.zeros((num_nodes, k), np.int8)
     node_row = np.full((num_nodes, k), -1, np.int32)
+    work = 0
+    next_look = look_every
     for u in range(num_nodes):
+        if work >= next_look:  # a big network's nodes hold ~1M entries, each read on every class
+            next_look = work + look_every
+            with _numba.objmode(late="boolean"):
+                late = deadline.passed()
+            if late:
+                return -2, trans, fin, np.int64(-1)
+        work += k * (entry_ptr[u + 1] - entry_ptr[u])
         for i in range(entry_ptr[u], entry_ptr[u + 1]):
             for c in range(k):
                 t = trans[entry_states[i], c]
@@ -174,13 +188,15 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     start = id_of(start_members, start_acc)
     head = 0
     while head < len(todo):
-        if head and head % 3072 == 0:  # every 1,024 states (three entries each)
+        if work >= next_look:
+            next_look = work + look_every
             with _numba.objmode(late="boolean"):
                 late = deadline.passed()
             if late:
                 return -2, out, fin, start
         j, at, count = todo[head], todo[head + 1], todo[head + 2]
         head += 3
+        work += k
         n_cur = -1  # its members, put in `cur` for the first class that needs them
         for c in range(k):
             if at < 0:  # a closure state: the copy's own move and its node's entries'
@@ -197,6 +213,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
                     n_cur = count
             visit += 1
             nt = 0
+            work += n_cur
             for i in range(n_cur):
                 t = trans[cur[i], c]
                 if t >= 0 and seen_target[t] != visit:
@@ -225,6 +242,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
                         kept += 1
                 end = kept
                 acc |= fin[t]
+            work += end
             row[c] = id_of(np.sort(buf[:end]), acc)
             if row[c] < 0:
                 return -1, out, fin, start

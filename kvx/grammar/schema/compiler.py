@@ -13,6 +13,7 @@ from jsonschema.validators import validator_for
 
 from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata.pda import Program
+from kvx.grammar.automata.small_pages import small_pages
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.options import ExtraKeys, GrammarOptions, Whitespace
 from kvx.grammar.schema.dynamic_refs import with_static_refs
@@ -72,7 +73,7 @@ def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
     if options.max_ws < 0:
         raise UnsupportedSchema("max_ws must be >= 0")
     t0 = time.perf_counter()
-    with paused_gc(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
+    with paused_gc(), small_pages(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
         return _compile(schema, options, t0)
 
 
