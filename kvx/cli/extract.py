@@ -74,6 +74,7 @@ def extract(
     lenient: bool = typer.Option(GrammarOptions.lenient, help="Ignore schema keywords the grammar cannot enforce (jsonschema still checks)."),
     whitespace: str = typer.Option(GrammarOptions.whitespace, help=f"JSON layout the grammar allows: {_listed(Whitespace)}."),
     extra_keys: str = typer.Option(GrammarOptions.extra_keys, help=f"Keys an object's schema does not declare, where it says nothing of others: {_listed(ExtraKeys)} (declared: not written; schema: any key, as JSON Schema allows)."),
+    compile_deadline: float = typer.Option(GrammarOptions.compile_deadline, metavar="SECONDS", help="CPU seconds the grammar compiler may work before it refuses the schema as too large (the default ends every compile within 1 s)."),
     kv_memory: Optional[str] = typer.Option(None, help="KV cache pool size, e.g. 2GiB (default: a share of free memory)."),
     batch_tokens: int = typer.Option(EngineConfig.batch_tokens, help="Token budget of one engine step."),
     max_seqs: int = typer.Option(EngineConfig.max_seqs, help="Sequences decoded together at most."),

@@ -43,6 +43,7 @@ class ExtractArgs:
     lenient: bool
     whitespace: str
     extra_keys: str
+    compile_deadline: float
     kv_memory: Optional[str]
     batch_tokens: int
     max_seqs: int

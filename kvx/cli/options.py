@@ -47,6 +47,12 @@ def check_choice(value: str, choices: Any, field: str) -> str:
     return value
 
 
+def check_seconds(value: float, field: str) -> float:
+    if not 0 < value < float("inf"):  # NaN fails too
+        raise ConfigError(f"{flag(field)} {value}: must be a number of seconds above 0")
+    return value
+
+
 def check_positive(value: int, field: str, minimum: int = 1) -> int:
     if value < minimum:
         raise ConfigError(f"{flag(field)} {value}: must be at least {minimum}")

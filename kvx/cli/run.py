@@ -8,7 +8,7 @@ import time
 from kvx.cli.extract_args import ExtractArgs
 from kvx.job.job import Job
 from kvx.job.settings import ChoiceMode, JobSettings
-from kvx.cli.options import check_choice, check_positive, flag, parse_size
+from kvx.cli.options import check_choice, check_positive, check_seconds, flag, parse_size
 from kvx.cli.progress import ProgressView, job_stats, print_summary, show_progress, write_stats
 from kvx.job.runtime import EngineOptions, Runtime, build_runtime, check_engine_options
 from kvx.job.sink import RowSink
@@ -43,7 +43,8 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
         max_seqs=check_positive(a.max_seqs, "max_seqs"),
         speculate=check_positive(a.speculate, "speculate", 0),
         grammar=GrammarOptions(whitespace=check_choice(a.whitespace, Whitespace, "whitespace"), lenient=a.lenient,
-                               extra_keys=check_choice(a.extra_keys, ExtraKeys, "extra_keys")),
+                               extra_keys=check_choice(a.extra_keys, ExtraKeys, "extra_keys"),
+                               compile_deadline=check_seconds(a.compile_deadline, "compile_deadline")),
     )
     if is_local(a):  # replicas check on their own machine (kvx/cluster/replica.py)
         check_engine_options(opts)

@@ -1,4 +1,4 @@
-"""`kvx schema check SCHEMA [--model M] [--json] [--extra-keys declared|schema] [--schema-dir DIR]`: can the grammar enforce this schema, and how fast."""
+"""`kvx schema check SCHEMA [--model M] [--json] [--extra-keys declared|schema] [--schema-dir DIR] [--compile-deadline S]`: can the grammar enforce this schema, and how fast."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kvx.cli.options import check_choice, user_message
+from kvx.cli.options import check_choice, check_seconds, user_message
 from kvx.errors import KvxError
 from kvx.grammar.options import ExtraKeys, GrammarOptions
 from kvx.models.resolve import DEFAULT_MODEL
@@ -22,11 +22,13 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     extra_keys: str = typer.Option(GrammarOptions.extra_keys, help="As kvx extract's --extra-keys."),
     schema_dir: Optional[list[str]] = typer.Option(None, "--schema-dir", help="As kvx extract's --schema-dir."),
+    compile_deadline: float = typer.Option(GrammarOptions.compile_deadline, metavar="SECONDS", help="As kvx extract's --compile-deadline."),
 ) -> None:
     """Compile SCHEMA to a token grammar and report what it enforces (exit 2 if unsupported)."""
     from kvx.job.validation import load_schema
 
-    options = GrammarOptions(extra_keys=check_choice(extra_keys, ExtraKeys, "extra_keys"))
+    options = GrammarOptions(extra_keys=check_choice(extra_keys, ExtraKeys, "extra_keys"),
+                             compile_deadline=check_seconds(compile_deadline, "compile_deadline"))
     loaded = load_schema(schema, schema_dir or ())  # a file that is not JSON / not a schema: one-line message, exit 2
     raise typer.Exit(run_schema_check(schema, model, as_json, loaded=loaded, options=options))
 

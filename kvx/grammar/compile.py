@@ -77,12 +77,12 @@ def compile_schema(
 
     prep_ms = (time.perf_counter() - t0) * 1e3
     t1 = time.perf_counter()
-    path = _cache.cache_path(schema, dataclasses.asdict(options), vocab) if cache else None
+    path = _cache.cache_path(schema, options.program_key(), vocab) if cache else None
     loaded = _cache.load(path) if path is not None else None
     if loaded is None:
-        from kvx.grammar.schema.compiler import DEADLINE_S, compile_program, paused_gc
+        from kvx.grammar.schema.compiler import compile_program, paused_gc
 
-        with paused_gc(), small_pages(), deadlines.within(deadlines.Deadline(DEADLINE_S)):  # the distances count too
+        with paused_gc(), small_pages(), deadlines.within(deadlines.Deadline(options.compile_deadline)):  # the distances count too
             compiled = compile_program(schema, options)
             program = compiled.program
             try:

@@ -4,6 +4,7 @@ A light module (no torch, no numpy): the CLI takes its defaults from it without 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,3 +23,14 @@ class GrammarOptions:
     lenient: bool = False  # keywords the automaton cannot enforce are left to jsonschema (not refused)
     max_states: int = 50_000  # per rule
     extra_keys: ExtraKeys = "declared"
+    # CPU seconds of compile work before a schema is refused as too large: 0.55 s ends every compile
+    # within 1 s, the freeing of an abandoned build included (--compile-deadline raises it for a
+    # schema that needs longer; the compiled grammar is the same whatever the deadline)
+    compile_deadline: float = 0.55
+
+    def program_key(self) -> dict:
+        """The options the compiled program depends on (the grammar cache's key): all but the deadline,
+        which only decides whether it gets built."""
+        key = dataclasses.asdict(self)
+        del key["compile_deadline"]
+        return key

@@ -1,4 +1,4 @@
-"""`--attention torch|triton` travels from the command line to EngineConfig.attention (and the backend)."""
+"""`--attention torch|triton` travels from the command line to EngineConfig.attention (and the backend), `--compile-deadline` to the grammar compile."""
 import pytest
 from kvx_cli_helpers import REPO, TICKET_SCHEMA
 
@@ -53,3 +53,20 @@ def test_real_runtime_passes_attention(monkeypatch):
     with pytest.raises(Stop):
         runtime.real_runtime({}, runtime.EngineOptions(attention="triton"))
     assert seen["attention"] == "triton"
+
+
+def test_compile_deadline_reaches_the_grammar_compile(monkeypatch, tmp_path):
+    """`--compile-deadline` travels to the GrammarOptions the schema is compiled with."""
+    seen = {}
+
+    def fake_compile(schema, tokenizer, options):
+        seen["deadline"] = options.compile_deadline
+        raise Stop
+
+    monkeypatch.delenv("KVX_RUNTIME_FACTORY", raising=False)
+    monkeypatch.setattr(kvx.models, "load_model", lambda spec, dtype="auto": FakeLoaded())
+    monkeypatch.setattr(kvx.grammar, "compile_schema", fake_compile)
+    args = ["extract", str(SAMPLES), "--schema", str(TICKET_SCHEMA), "-o", str(tmp_path / "o.jsonl"), "-q"]
+    with pytest.raises(Stop):
+        main(args + ["--compile-deadline", "3.5"])
+    assert seen["deadline"] == 3.5

@@ -30,6 +30,7 @@ CASES = [
     (["--kv-dtype", "int4"], ["--kv-dtype 'int4'"]),
     (["--whitespace", "pretty"], ["--whitespace"]),
     (["--extra-keys", "all"], ["--extra-keys 'all': choose one of declared, schema"]),
+    (["--compile-deadline", "0"], ["--compile-deadline 0.0: must be a number of seconds above 0"]),
     (["--max-tokens", "0"], ["--max-tokens 0: must be at least 1"]),
     (["--retries", "-1"], ["--retries -1"]),
     (["--speculate", "-2"], ["--speculate -2: must be at least 0"]),

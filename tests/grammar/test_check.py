@@ -72,3 +72,22 @@ def test_check_builds_the_grammar_extract_would(capsys, tmp_path, monkeypatch):
         reports[mode] = json.loads(capsys.readouterr().out)
     assert [w for w in reports["declared"]["warnings"] if "declared keys only" in w] and not reports["schema"]["warnings"]
     assert reports["declared"]["dfa_states"] < reports["schema"]["dfa_states"]
+
+
+def test_compile_deadline_is_the_users_to_raise(capsys, tmp_path, monkeypatch):
+    """A compile past `--compile-deadline` is refused with a line naming the flag; with time enough
+    the same schema compiles, and the grammar cache keys it the same whatever the deadline."""
+    from kvx.grammar import cache
+    from kvx.grammar.options import GrammarOptions
+    from kvx.grammar.tokens.vocab import vocab_for
+
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    path = REPO / "schemas" / "ticket.json"
+    short, default = GrammarOptions(compile_deadline=1e-6), GrammarOptions()
+    assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer(), options=short) == 2
+    out = capsys.readouterr().out.strip()
+    assert out == ("unsupported: schema too large for the automaton at / (compile deadline of 1e-06 s passed; "
+                   "--compile-deadline allows longer)")
+    assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer(), options=default) == 0
+    schema, vocab = json.loads(path.read_text()), vocab_for(smol_tokenizer())
+    assert cache.cache_path(schema, short.program_key(), vocab) == cache.cache_path(schema, default.program_key(), vocab)

@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable
 
-from kvx.grammar.errors import TooLarge
+from kvx.grammar.errors import DeadlinePassed
 
 
 class Deadline:
@@ -24,7 +24,7 @@ class Deadline:
 
     def check(self) -> None:
         if self.clock() > self.end:
-            raise TooLarge(f"compile deadline of {self.seconds:g} s passed")
+            raise DeadlinePassed(f"compile deadline of {self.seconds:g} s passed")
 
 
 _ACTIVE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar("kvx_grammar_deadline", default=None)

@@ -22,7 +22,6 @@ from kvx.grammar.schema.rules import RuleBuilder
 
 WHITESPACE_MODES: tuple[Whitespace, ...] = get_args(Whitespace)
 EXTRA_KEYS_MODES: tuple[ExtraKeys, ...] = get_args(ExtraKeys)
-DEADLINE_S = 0.55  # seconds of work: refused within 1 s, the freeing of a big abandoned build included
 
 
 @dataclass
@@ -67,13 +66,15 @@ def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
     Raises UnsupportedSchema (one line, naming keyword and JSON pointer) for invalid schemas,
     keywords the automaton cannot enforce (unless `options.lenient`), automata over
     `options.max_states` states per rule, and compiles that run past `deadline` (default: the
-    caller's active one, else DEADLINE_S seconds from now)."""
+    caller's active one, else options.compile_deadline seconds from now)."""
     _check_mode("whitespace", options.whitespace, WHITESPACE_MODES)
     _check_mode("extra_keys", options.extra_keys, EXTRA_KEYS_MODES)
     if options.max_ws < 0:
         raise UnsupportedSchema("max_ws must be >= 0")
+    if not options.compile_deadline > 0:
+        raise UnsupportedSchema("compile_deadline must be > 0 seconds")
     t0 = time.perf_counter()
-    with paused_gc(), small_pages(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(DEADLINE_S)):
+    with paused_gc(), small_pages(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(options.compile_deadline)):
         return _compile(schema, options, t0)
 
 
