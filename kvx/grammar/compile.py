@@ -4,7 +4,6 @@ The compiled program and its distances are cached on disk (kvx/grammar/cache.py)
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
