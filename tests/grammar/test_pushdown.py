@@ -177,6 +177,22 @@ def test_compile_deadline_refuses_in_time():
         compile_program({"type": "array"}, deadline=Deadline(-1.0))
 
 
+def test_a_deadline_passing_under_a_cap_handler_is_said_as_the_deadline(monkeypatch):
+    """Where a cap's refusal is caught (multipleOf's automaton, a length beside a pattern), a
+    deadline that passed meanwhile still refuses as the deadline, not as that keyword's cap."""
+    from kvx.grammar.automata import deadline as deadlines
+    from kvx.grammar.errors import TooLarge
+    from kvx.grammar.schema import numbers
+
+    def capped(*args):
+        deadlines.active().end = float("-inf")  # the deadline passes while the multiples are built
+        raise TooLarge("more than 10 DFA states")
+
+    monkeypatch.setattr(numbers, "multiple_of", capped)
+    with pytest.raises(UnsupportedSchema, match=r"\(compile deadline of 5 s passed; compile_deadline allows longer\)$"):
+        compile_program({"type": "integer", "multipleOf": 7}, deadline=Deadline(5.0))
+
+
 def test_object_shapes_each_their_own_rule_agree_with_jsonschema(cache):
     """The slot of SHAPES calls one rule per object shape; byte and token walks of these texts
     agree with jsonschema, nested shapes included (members in kvx's order: `kids` is listed before

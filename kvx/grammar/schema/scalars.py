@@ -191,6 +191,7 @@ class Scalars:
         try:
             return numbers.multiple_of(d, integer, self.max_states), d != d.to_integral_value()
         except TooLarge:
+            deadline.check()  # a passed deadline is said as such (it is the one limit the user may raise)
             raise too_large(self.where(ptr), f"multipleOf {m}", "multipleOf") from None
 
     def combine(self, dfas: list, minus: list = ()) -> ra.Node:
@@ -247,6 +248,7 @@ class Scalars:
             try:
                 self.string_body(spec)
             except TooLarge:  # the pattern times the length counter is past the state cap: the pattern alone
+                deadline.check()  # (unless the deadline passed: that refuses the compile)
                 self.notes.long_bounds(pieces, lo, hi, 0, lengths, "its count times the pattern or format is "
                                        "past the state cap")
                 spec = replace(spec, lo=0, hi=None)
