@@ -105,6 +105,10 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     print(f"automaton: {report['dfa_states']} states in {report['rules']} rules")
     print(f"compile time: {report['compile_ms']:.1f} ms (+ {report['tokenizer_prep_ms']:.0f} ms one-time tokenizer tables)")
     print(f"first mask: {report['first_mask_ms']:.2f} ms")
+    if report["near_deadline"]:
+        print(f"warning: the compile took {report['compile_cpu_ms'] / 1e3:.3g} s of CPU, near its "
+              f"{options.compile_deadline:g} s deadline: a busier or slower machine may refuse it "
+              "(--compile-deadline gives it longer)")
     for w in report["warnings"]:
         print(f"warning: {w}")
     if report["post_checks"]:

@@ -91,3 +91,22 @@ def test_compile_deadline_is_the_users_to_raise(capsys, tmp_path, monkeypatch):
     assert run_schema_check(str(path), None, False, tokenizer=smol_tokenizer(), options=default) == 0
     schema, vocab = json.loads(path.read_text()), vocab_for(smol_tokenizer())
     assert cache.cache_path(schema, short.program_key(), vocab) == cache.cache_path(schema, default.program_key(), vocab)
+
+
+def test_a_compile_near_its_deadline_is_said(capsys, tmp_path, monkeypatch):
+    """The report gives the compile's CPU (what the deadline counts); past half the deadline the
+    check warns that another machine may refuse it. The compiling thread's CPU is faked here
+    (0.4 s of a 0.55 s deadline; the deadline itself keeps the real clock)."""
+    from kvx.grammar import compile as compile_module
+
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    path = str(REPO / "schemas" / "ticket.json")
+    assert run_schema_check(path, None, True, tokenizer=smol_tokenizer()) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert 0 < report["compile_cpu_ms"] and report["near_deadline"] is False
+    ticks = iter([100.0, 100.4])
+    monkeypatch.setattr(compile_module.time, "thread_time", lambda: next(ticks, 100.4))
+    assert run_schema_check(path, None, False, tokenizer=smol_tokenizer()) == 0
+    out = capsys.readouterr().out
+    assert ("warning: the compile took 0.4 s of CPU, near its 0.55 s deadline: a busier or slower machine "
+            "may refuse it (--compile-deadline gives it longer)") in out
