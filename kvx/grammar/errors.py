@@ -23,8 +23,8 @@ class UnsupportedSchema(KvxError):
 def too_large(where: str, why: object, keyword: str | None = None, pointer: str | None = None) -> UnsupportedSchema:
     """The refusal of a schema the automaton cannot hold (state cap, deadline, a count limit):
     `where` as the message shows it, `why` the limit hit; `pointer` defaults to `where`."""
+    option = None
     if isinstance(why, DeadlinePassed):  # the one limit a user may raise: the message names how
-        return UnsupportedSchema(f"schema too large for the automaton at {where} ({why}; {{option}} allows "
-                                 "longer)", keyword, where if pointer is None else pointer, option="compile_deadline")
+        why, option = f"{why}; {{option}} allows longer", "compile_deadline"
     return UnsupportedSchema(f"schema too large for the automaton at {where} ({why})", keyword,
-                             where if pointer is None else pointer)
+                             where if pointer is None else pointer, option=option)

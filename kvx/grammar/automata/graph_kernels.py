@@ -222,9 +222,10 @@ def _distances(trans, reps, final, call_src, call_start, call_ret, inf):  # prag
 
 
 def _warm_deadline_look(k: GraphKernels) -> None:
-    """Run the subset and product loops past a deadline look: numba sets up each object-mode call on
-    first use (30-90 ms), which would otherwise land in the first real compile of a process (the one
-    compile `kvx extract` makes: a schema near the deadline was refused there, compiled later on)."""
+    """Run the subset and product loops past a deadline look (kernel_deadline.py): numba sets up its
+    object-mode call on first use (30-90 ms), which would otherwise land in the first real compile of
+    a process (the one compile `kvx extract` makes: a schema near the deadline was refused there,
+    compiled later on)."""
     n = 8  # a chain of closure states, each closing onto the next; a look after every unit of work
     trans = np.full((n, 1), -1, np.int32)
     trans[:-1, 0] = np.arange(1, n, dtype=np.int32)

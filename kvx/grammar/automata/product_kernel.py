@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
 from kvx.grammar.automata.jit import jit as _jit
-from kvx.grammar.automata.jit import numba as _numba
+from kvx.grammar.automata.kernel_deadline import deadline_passed
 
 LOOK_EVERY = 4096  # pair rows worked out between two looks at the compile's deadline
 
@@ -35,9 +34,7 @@ def product_rows(ta, tb, nb, start_key, minus, max_states, look_every):  # pragm
     while len(frontier):
         if n_rows >= next_look:
             next_look += look_every
-            with _numba.objmode(late="boolean"):
-                late = deadline.passed()
-            if late:
+            if deadline_passed():
                 return -2, out[:0], keys[:0]
         m = len(frontier)
         nxt = np.empty((m, k), np.int64)

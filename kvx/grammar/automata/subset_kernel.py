@@ -3,8 +3,8 @@
 A closure state (accepting in its copy, continuing into the copies that leave its target node)
 stands for its closure, so its row becomes that subset's; the part of the row its node's entry
 copies give is worked out once per node. Other subset states are keyed by their sorted members in
-a hash table (linear probing). The loop looks at the compile's deadline through numba's object
-mode each time it has done `look_every` more units of work (a member or a class read): a count of
+a hash table (linear probing). The loop looks at the compile's deadline (kernel_deadline.py)
+each time it has done `look_every` more units of work (a member or a class read): a count of
 states would not do, a state of a big network reads thousands of members per class (1,024 of
 megalinter's took 0.3 s, past the deadline unseen).
 """
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
 from kvx.grammar.automata.jit import jit as _jit
-from kvx.grammar.automata.jit import numba as _numba
+from kvx.grammar.automata.kernel_deadline import deadline_passed
 
 
 @_jit
@@ -98,9 +97,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     for u in range(num_nodes):
         if work >= next_look:  # a big network's nodes hold ~1M entries, each read on every class
             next_look = work + look_every
-            with _numba.objmode(late="boolean"):
-                late = deadline.passed()
-            if late:
+            if deadline_passed():
                 return -2, trans, fin, np.int64(-1)
         work += k * (entry_ptr[u + 1] - entry_ptr[u])
         for i in range(entry_ptr[u], entry_ptr[u + 1]):
@@ -190,9 +187,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     while head < len(todo):
         if work >= next_look:
             next_look = work + look_every
-            with _numba.objmode(late="boolean"):
-                late = deadline.passed()
-            if late:
+            if deadline_passed():
                 return -2, out, fin, start
         j, at, count = todo[head], todo[head + 1], todo[head + 2]
         head += 3
