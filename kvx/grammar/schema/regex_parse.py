@@ -3,11 +3,13 @@
 Parsed at the character level (code point classes), then every class is mapped through an
 encoder: by default to all its JSON-string spellings, so the automaton runs on the JSON text of
 the string while the pattern means the decoded value. `^`/`$` are honoured at the start/end of
-top-level branches; an unanchored side is padded with "any characters" (search semantics).
-Lookaheads right after a leading `^` of a one-branch pattern (`^(?!aws:)[a-z:]+$`, `^(?=.*\\d).+`:
-what SchemaStore and CloudFormation use them for) intersect the pattern's automaton with the
-strings that start (`?=`) or do not start (`?!`) with a match of theirs. Other lookarounds,
-backreferences, word boundaries and \\p{...} raise UnsupportedSchema.
+top-level branches (an alternation holding one at a branch's edge is split: `(^|-)x(-|$)`) and a `^`
+opening a lookahead; an unanchored side is padded with "any characters" (search semantics).
+Lookaheads keep the words of what follows them that start (`?=`) or do not start (`?!`) with a
+match of theirs (schema/lookaheads.py): anywhere in a branch, in groups and bounded repeats, and
+the tempered `((?!x).)*` before the end. Word boundaries `\\b`/`\\B` are marked where they sit and
+resolved against the characters around them (schema/word_bounds.py). Lookbehinds, backreferences
+and \\p{...} raise UnsupportedSchema.
 """
 from __future__ import annotations
 
@@ -16,8 +18,11 @@ from functools import lru_cache
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.schema import strings
+from kvx.grammar.automata.compose import fast_compile
+from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES
+from kvx.grammar.schema import strings, word_bounds
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
+from kvx.grammar.schema.lookaheads import LookaheadError, Spelling, has_lookahead, holds, with_rest
 
 DIGITS = ((0x30, 0x39),)
 WORD = cs.normalise([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
@@ -82,7 +87,7 @@ class _Parser:
                 lo, hi = self._brace_quantifier(consume=True)
             else:
                 return atom
-            if atom[0] in ("bol", "eol"):
+            if atom[0] in ("bol", "eol", "wordb"):
                 raise PatternError("quantified anchor")
             if self.peek() == "?":  # lazy: same language
                 self.take()
@@ -134,7 +139,7 @@ class _Parser:
                         self.take()
                     self.take()
                 elif kind == "<":
-                    raise PatternError("lookaround assertions")
+                    raise PatternError("lookbehind assertions")
                 elif kind != ":":  # (?i) and the like: Python's, not ECMA-262's
                     raise PatternError(f"inline flags '(?{kind}'" if kind.isalpha() else "unknown group '(?'")
             inner = self.alternation()
@@ -167,7 +172,7 @@ class _Parser:
         if c == "b" and in_class:
             return ("cls", ((8, 8),))
         if c in "bB":
-            raise PatternError("word-boundary assertions")
+            return ("wordb", c == "b")
         if c == "0" and not (self.peek() or "").isdigit():
             return ("cls", ((0, 0),))
         if c.isdigit():
@@ -257,15 +262,45 @@ def _strip(node, side: str):
     return node, False
 
 
-def _has_anchor(node) -> bool:
+def _split_edge(node, side: str) -> list:
+    """`node` as branches whose `side` edge is no alternation holding an anchor: `a(/|$)` is `a/`
+    and `a$`, so that _strip finds the `$` (an alternation without one stays whole)."""
     kind = node[0]
-    if kind in ("bol", "eol"):
-        return True
-    if kind in ("cat", "alt"):
-        return any(_has_anchor(n) for n in node[1])
-    if kind == "rep":
-        return _has_anchor(node[1])
-    return False
+    if kind == "alt" and _has_anchor(node):
+        return [b for n in node[1] for b in _split_edge(n, side)]
+    if kind == "cat" and node[1]:
+        idx = 0 if side == "start" else len(node[1]) - 1
+        edges = _split_edge(node[1][idx], side)
+        if len(edges) > 1:
+            return [("cat", [*node[1][:idx], e, *node[1][idx + 1:]]) for e in edges]
+    return [node]
+
+
+def _opening_anchored_looks(branch):
+    """For a branch that may start anywhere and opens with lookaheads holding a `^` (which holds only
+    at the string's start): (the branch where it starts the string, those `^` dropped; the branch
+    elsewhere, where such a lookahead fails: a positive one rules it out (None), a negative one drops
+    out), or None when it opens with none."""
+    items = branch[1] if branch[0] == "cat" else [branch]
+    at_start, later, found, k = [], [], False, 0
+    while k < len(items) and items[k][0] == "look":
+        _, positive, inner = items[k]
+        inner, anchored = _strip(inner, "start")
+        found |= anchored
+        at_start.append(("look", positive, inner))
+        if not anchored and later is not None:
+            later.append(items[k])
+        elif anchored and positive:
+            later = None
+        k += 1
+    if not found:
+        return None
+    rest = list(items[k:])
+    return ("cat", at_start + rest), None if later is None else ("cat", later + rest)
+
+
+def _has_anchor(node) -> bool:
+    return holds(node, ("bol", "eol"))
 
 
 def _to_ast(node, encode) -> ra.Node:
@@ -278,6 +313,8 @@ def _to_ast(node, encode) -> ra.Node:
         return ra.alt(*(_to_ast(n, encode) for n in node[1]))
     if kind == "rep":
         return ra.rep(_to_ast(node[1], encode), node[2], node[3])
+    if kind == "wordb":
+        return word_bounds.marker(node[1])
     if kind == "look":
         raise PatternError("lookaround assertions")
     raise PatternError("anchor in the middle of a pattern")
@@ -298,39 +335,64 @@ def _loosened(branch, at_start: bool, at_end: bool):
     return ("cat", items)
 
 
-def _searched_tree(tree, encode) -> ra.Node:
+def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Node:
     """The top-level branches, each as the strings holding a match of it, grouped by how they are
     anchored: `en|de|ru|...` is one `.*(en|de|ru|...).*`, not a union of ten searches (a union the
-    subset construction tracks branch by branch: 3^10 states before minimising)."""
+    subset construction tracks branch by branch: 3^10 states before minimising). A branch with a
+    lookahead is written with its rest (lookaheads.with_rest)."""
     anything = ra.star(encode(cs.ANY))
     groups: dict[tuple[bool, bool], list] = {}
-    for branch in tree[1] if tree[0] == "alt" else [tree]:
+    looked = []
+    spelling = Spelling(to_ast=lambda t: _to_ast(t, encode), any_char=encode(cs.ANY), max_states=max_states,
+                        starts_with=lambda t: _starts_with(t, encode, max_states))
+    top = tree[1] if tree[0] == "alt" else [tree]
+    for branch in [b for t in top for s in _split_edge(t, "start") for b in _split_edge(s, "end")]:
         branch, at_start = _strip(branch, "start")
         branch, at_end = _strip(branch, "end")
+        split = None if at_start else _opening_anchored_looks(branch)
         if _has_anchor(branch):
             raise PatternError("anchor in the middle of a pattern")
-        groups.setdefault((at_start, at_end), []).append(_to_ast(_loosened(branch, at_start, at_end), encode))
+        branch = _loosened(branch, at_start, at_end)
+        if has_lookahead(branch):
+            end = ra.EMPTY if at_end else anything
+            try:
+                if split is None:
+                    looked.append(ra.seq(ra.EMPTY if at_start else anything, with_rest(branch, end, spelling)))
+                    continue
+                looked.append(with_rest(split[0], end, spelling))  # the branch at the string's start
+                if split[1] is not None:
+                    looked.append(ra.seq(encode(cs.ANY), anything, with_rest(split[1], end, spelling)))
+            except LookaheadError as err:
+                raise PatternError(str(err)) from None
+        else:
+            groups.setdefault((at_start, at_end), []).append(_to_ast(branch, encode))
     return ra.alt(*(ra.seq(ra.EMPTY if at_start else anything, ra.alt(*bodies), ra.EMPTY if at_end else anything)
-                    for (at_start, at_end), bodies in groups.items()))
+                    for (at_start, at_end), bodies in groups.items()), *looked)
+
+
+def _starts_with(tree, encode, max_states: int):
+    """The automaton of the strings that start with a match of `tree` (None: no string does)."""
+    return fast_compile(_searched_tree(("cat", [("bol",), tree]), encode, max_states), max_states)
 
 
 def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
     """Language of strings (spelled through `encode`) that contain a match of `pattern`."""
-    return _searched_tree(_Parser(pattern).parse(), encode)
+    tree = _Parser(pattern).parse()
+    if not holds(tree, ("wordb",), in_lookaheads=True):
+        return _searched_tree(tree, encode)
+    dfa = _tree_dfa(tree, encode, DEFAULT_MAX_STATES)
+    return ra.NOTHING if dfa is None else ra.Embed(dfa)
 
 
-def _leading_lookaheads(tree) -> tuple[list[tuple[bool, object]], object]:
-    """([(positive, pattern)], the rest) for a one-branch pattern `^(?=a)(?!b)rest`: each lookahead
-    as a pattern anchored at the start (`^a`, `^b`: where it looks); ([], tree) for any other."""
-    items = tree[1] if tree[0] == "cat" else [tree]
-    if not items or items[0] != ("bol",):
-        return [], tree
-    looks, k = [], 1
-    while k < len(items) and items[k][0] == "look":
-        _, positive, inner = items[k]
-        looks.append((positive, ("cat", [("bol",), inner])))
-        k += 1
-    return looks, ("cat", [("bol",), *items[k:]])
+def _tree_dfa(tree, encode, max_states: int):
+    """The automaton of the strings holding a match of the parse tree; its word boundaries, marked
+    where they sit, resolved by word_bounds (not beside a lookahead, whose rest has no markers)."""
+    dfa = fast_compile(_searched_tree(tree, encode, max_states), max_states)
+    if not holds(tree, ("wordb",), in_lookaheads=True):
+        return dfa
+    if holds(tree, ("look",)):
+        raise PatternError("word boundary in a pattern with a lookahead")
+    return word_bounds.resolve(dfa, encode(WORD), encode(cs.complement(WORD)), max_states)
 
 
 # past the state cap, a pattern of a string value is tried again with every bounded repeat over this
@@ -355,22 +417,8 @@ def _relaxed(node):
 
 
 def _pattern_dfa(pattern: str, max_states: int, relax: bool = False):
-    from kvx.grammar.automata.compose import fast_compile
-    from kvx.grammar.automata.dfa_ops import product
-
     tree = _Parser(pattern).parse()
-    looks, rest = _leading_lookaheads(_relaxed(tree) if relax else tree)
-    dfa = fast_compile(_searched_tree(rest, strings.json_char), max_states)
-    for positive, look in looks:
-        if dfa is None:
-            break
-        seen = fast_compile(_searched_tree(look, strings.json_char), max_states)  # strings starting with a match
-        if seen is None:  # the lookahead can never match
-            dfa = None if positive else dfa
-            continue
-        narrowed = product(dfa, seen, "and" if positive else "minus", max_states)
-        dfa = None if narrowed is None else narrowed.expand()
-    return dfa
+    return _tree_dfa(_relaxed(tree) if relax else tree, strings.json_char, max_states)
 
 
 def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: bool = False):
