@@ -119,12 +119,19 @@ def test_the_grammar_reads_a_schema_in_the_draft_the_check_does(uri, reads_as):
     assert any("read as draft 2020-12" in w for w in warnings) == (reads_as == "2020-12")  # none of them names one it knows
 
 
-def test_draft_3_and_custom_meta_schemas_are_refused():
-    """A custom meta-schema may switch vocabularies off (the Test-Suite's vocabulary groups)."""
+def test_draft_3_is_refused_and_a_custom_meta_schema_read_as_the_check_reads_it():
+    """A custom meta-schema (not fetched: its vocabularies unknown) is read as draft 2020-12, the
+    dialect jsonschema's record check gives it, with a warning; draft 3 is refused."""
     with pytest.raises(UnsupportedSchema, match=r"'\$schema' at / \(draft 3\)"):
         compile_program({"$schema": "http://json-schema.org/draft-03/schema#", "type": "integer"})
-    with pytest.raises(UnsupportedSchema, match=r"'\$schema' at / \(custom meta-schema 'https://example.com/m.json'\)"):
-        compile_program({"$schema": "https://example.com/m.json", "type": "integer"})
+    schema = {"$schema": "https://example.com/m.json", "type": "object", "properties": {"n": {"minimum": 10}},
+              "dependentRequired": {"n": ["m"]}}
+    compiled = compile_program(schema)
+    check = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    assert check.__class__ is jsonschema.Draft202012Validator
+    for text in ('{"n":12,"m":1}', '{"n":1,"m":1}', '{"n":12}', '{}'):
+        assert compiled.program.accepts(text.encode()) == check.is_valid(json.loads(text)), text
+    assert any("custom meta-schema: read as draft 2020-12" in w for w in compiled.warnings)
 
 
 def test_a_dynamic_reference_that_cannot_be_dynamic_is_a_ref():

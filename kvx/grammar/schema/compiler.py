@@ -40,9 +40,11 @@ def validator_class(schema):
 
 
 def _check_root(schema) -> str | None:
-    """Refuses what cannot be a schema, draft 3 and custom meta-schemas (they may switch vocabularies
-    off); returns a note for a draft's meta-schema spelt in a way jsonschema does not know (`http://`
-    for 2019-09): read as 2020-12, as the record check reads it."""
+    """Refuses what cannot be a schema and draft 3; returns a note for a $schema jsonschema does not
+    know, a draft's meta-schema spelt another way (`http://` for 2019-09) or a custom one: read as
+    2020-12, as the record check reads it (a custom meta-schema's own vocabulary, which may add
+    keywords or switch some off, is not read: the grammar then holds records to 2020-12's keywords,
+    as the check does)."""
     if not isinstance(schema, (dict, bool)):
         raise UnsupportedSchema("invalid schema: the schema must be a JSON object or boolean", None, "")
     uri = schema.get("$schema") if isinstance(schema, dict) else None
@@ -53,7 +55,8 @@ def _check_root(schema) -> str | None:
         raise UnsupportedSchema("unsupported keyword '$schema' at / (draft 3)", "$schema", "")
     if cls is None:
         if not names_a_draft(uri):
-            raise UnsupportedSchema(f"unsupported keyword '$schema' at / (custom meta-schema {uri!r})", "$schema", "")
+            return (f"$schema {uri!r} is a custom meta-schema: read as draft 2020-12, as the record check "
+                    f"(jsonschema) reads it; keywords of its own, or of an older draft (dependencies), are not enforced")
         return (f"$schema {uri!r} is a draft's meta-schema spelt in a way jsonschema does not know: read as "
                 f"draft 2020-12, as the record check reads it")
     return None

@@ -48,7 +48,7 @@ def dialect_of(root) -> str:
 
 def names_a_draft(uri: str) -> bool:
     """Whether a $schema URI is a draft 4-2020-12 meta-schema's, spelt with http or https (else it
-    is a custom meta-schema, which may switch vocabularies off)."""
+    is a custom meta-schema, read as 2020-12 as jsonschema reads it)."""
     return uri.replace("https://", "http://", 1).startswith(DRAFT_URIS)
 
 
