@@ -2,6 +2,7 @@
 jsonschema for generated documents (a Pydantic-style discriminated union, if/then/else, not,
 dependencies, patternProperties, contains), and what `kvx schema check` says it leaves to the check
 after generation."""
+import itertools
 import json
 import random
 from decimal import Decimal
@@ -12,6 +13,7 @@ import pytest
 from grammar_fixtures import smol_tokenizer
 
 from kvx.grammar import UnsupportedSchema, compile_schema
+from kvx.grammar.options import GrammarOptions
 from kvx.grammar.schema.compiler import compile_program
 
 PYDANTIC_UNION = {
@@ -91,13 +93,32 @@ def test_post_checks_are_named():
 
 
 def test_unsupported_stays_refused_with_keyword_and_pointer():
-    cases = {"/properties/a/not": {"properties": {"a": {"not": {"contains": {"type": "string"}}}}},
+    cases = {"/properties/a/not": {"properties": {"a": {"not": {"patternProperties": {"x": {"type": "string"}}}}}},
              "/properties/b": {"properties": {"b": {"$dynamicRef": "#x"}},  # x carried twice: dynamic
                                "$defs": {"one": {"$dynamicAnchor": "x"}, "two": {"$id": "two", "$dynamicAnchor": "x"}}}}
     for pointer, schema in cases.items():
         with pytest.raises(UnsupportedSchema) as err:
             compile_program(schema)
         assert err.value.pointer == pointer and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("negated", [
+    {"contains": {"const": 1}}, {"contains": {"const": 1}, "minContains": 2},
+    {"contains": {"const": 1}, "maxContains": 1}, {"contains": {"const": 1}, "minContains": 2, "maxContains": 2},
+    {"items": {"const": 1}}, {"prefixItems": [{"const": 1}, {"const": 2}]}, {"type": "array", "items": {"type": "integer"}}])
+def test_negated_array_keywords_match_jsonschema(negated):
+    """`not` of contains (with its counts), items and prefixItems, alone and under `if` (pyproject's
+    `project` table: no `version` unless `dynamic` lists it): every small array of 1, 2 and "x",
+    and some other values, judged as jsonschema judges them."""
+    values = [None, 1, "x", {}, {"d": ["v"]}, {"d": []}, {"d": ["v"], "v": 1}, {"v": 0}]
+    values += [list(c) for n in range(4) for c in itertools.product([1, 2, "x"], repeat=n)]
+    conditional = {"if": {"not": {"properties": {"d": negated}}}, "then": {"required": ["v"]}}
+    for schema in ({"not": negated}, conditional):
+        program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+        check = jsonschema.Draft202012Validator(schema)
+        for value in values:
+            text = json.dumps(value, separators=(",", ":"))
+            assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
 
 
 @pytest.mark.parametrize("uri,reads_as", [

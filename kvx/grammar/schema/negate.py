@@ -123,12 +123,38 @@ class Negator:
             self._refuse(ptr, kw)
         if kw in ("uniqueItems",) and value is False:
             return []
-        if kw in ("items", "prefixItems", "contains", "uniqueItems", "additionalItems", "multipleOf",
+        if kw == "contains":
+            return self._contains(ptr, node, depth)
+        if kw in ("minContains", "maxContains"):  # negated with `contains` (nothing without it)
+            return []
+        if kw == "items" and isinstance(value, (dict, bool)) and "prefixItems" not in node:
+            return [{"type": "array", "contains": {"kvx:ref": self.negate(sub, depth + 1)}}]  # an item fails it
+        if kw == "prefixItems" and isinstance(value, list):
+            return [{"type": "array", "minItems": i + 1,
+                     "prefixItems": [True] * i + [{"kvx:ref": self.negate(f"{sub}/{i}", depth + 1)}]}
+                    for i in range(len(value))]  # item i is there and fails its schema
+        if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf",
                   "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
-                  "unevaluatedItems", "unevaluatedProperties", "minContains", "maxContains",
-                  "$dynamicRef", "$recursiveRef"):
+                  "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef"):
             self._refuse(ptr, kw)
         return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere
+
+    def _contains(self, ptr: str, node: dict, depth: int) -> list:
+        """An array whose count of items matching `contains` is below minContains (default 1) or
+        above maxContains: none matching is every item failing it."""
+        lo, hi = node.get("minContains", 1), node.get("maxContains")
+        if not (isinstance(lo, int) and (hi is None or isinstance(hi, int))) or isinstance(lo, bool) \
+                or isinstance(hi, bool):
+            self._refuse(ptr, "minContains" if not isinstance(lo, int) or isinstance(lo, bool) else "maxContains")
+        sub = f"{ptr}/contains"
+        out = []
+        if lo == 1:
+            out.append({"type": "array", "items": {"kvx:ref": self.negate(sub, depth + 1)}})
+        elif lo > 1:
+            out.append({"type": "array", "contains": {"kvx:ref": sub}, "minContains": 0, "maxContains": lo - 1})
+        if hi is not None:
+            out.append({"type": "array", "contains": {"kvx:ref": sub}, "minContains": hi + 1})
+        return out
 
     @staticmethod
     def _bound(node: dict, kw: str, value) -> dict:
