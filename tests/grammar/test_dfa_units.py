@@ -117,7 +117,28 @@ def test_assertions_match_python_re(pattern, alphabet):
     assert seen == {True, False}
 
 
-@pytest.mark.parametrize("pattern", [r"(a)\1", r"\b+", r"(?=a)\b", r"\p{L}", r"(?<=a)b", r"a^b", r"(?=a^)b", r"a(?!b^)",
+@pytest.mark.parametrize("pattern,alphabet", [
+    ("(?i)ab", "aAbB"), ("(?i)[^a]", "aAb"), ("(?i)[a-c]x", "aCxX"), ("(?i:a)b", "aAbB"), ("(?-i:a)b", "aAbB"),
+    ("(?i)\\W", "kK "), ("(?i)[\\W]k", "kK "), ("(?i)^(?:hts?|f):", "hHtTsf:"), ("(?i)\\x41", "aA"),
+    ("(?is)a.", "aA\n"), ("(?i)^a$|b", "aAbB"), ("(?i)s", "sS\u017f"), ("(?i)[i]", "iI\u0131\u0130"), ("(?s)a.b", "ab\n")])
+def test_inline_flags_match_python_re(pattern, alphabet):
+    """Python's `(?i)` / `(?s)` at the start and `(?i:...)` groups (the record check runs Python's
+    re, which reads them; ECMA-262 has no `(?i)`): letters in every case Python pairs them in, the
+    Kelvin sign and long s included; categories (`\\W`) as written. Every string up to 5
+    characters (4 past 5 letters), written as JSON."""
+    dfa = pattern_dfa(pattern, "/pattern")
+    rx = re.compile(pattern.replace("$", r"\Z"))
+    seen = set()
+    for n in range(5 if len(alphabet) < 6 else 4):
+        for chars in itertools.product(alphabet, repeat=n):
+            s = "".join(chars)
+            want = bool(rx.search(s))
+            seen.add(want)
+            assert (dfa is not None and dfa.accepts(json.dumps(s)[1:-1].encode())) == want, (pattern, s)
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"\b+", r"(?=a)\b", r"\p{L}", r"a(?i)b", r"(?m)^a", r"(?x)a b", r"(?<=a)b", r"a^b", r"(?=a^)b", r"a(?!b^)",
                                      r"^((?!ab).)*c$", r"^(a(?=b))+$", r"^(a(?!b)){1,20}$"])
 def test_pattern_unsupported_features(pattern):
     with pytest.raises(UnsupportedSchema, match="pattern"):

@@ -8,8 +8,10 @@ opening a lookahead; an unanchored side is padded with "any characters" (search 
 Lookaheads keep the words of what follows them that start (`?=`) or do not start (`?!`) with a
 match of theirs (schema/lookaheads.py): anywhere in a branch, in groups and bounded repeats, and
 the tempered `((?!x).)*` before the end. Word boundaries `\\b`/`\\B` are marked where they sit and
-resolved against the characters around them (schema/word_bounds.py). Lookbehinds, backreferences
-and \\p{...} raise UnsupportedSchema.
+resolved against the characters around them (schema/word_bounds.py). Python's inline flags `(?i)`
+and `(?s)` at the start, and `(?i:...)` groups (not ECMA-262's, but the record check runs Python's re,
+which reads them) fold letters into every case Python pairs them in (charset.case_closed).
+Lookbehinds, backreferences, other inline flags and \\p{...} raise UnsupportedSchema.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ DOT = cs.subtract(cs.ANY, cs.normalise([(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2
 CLASS_ESCAPES = {"d": DIGITS, "D": cs.complement(DIGITS), "w": WORD, "W": cs.complement(WORD),
                  "s": SPACE, "S": cs.complement(SPACE)}
 CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
+FLAGS = "imsxauL"  # inline flag letters Python's `re` knows (i and s are read, the others refused)
 
 
 class PatternError(Exception):
@@ -47,6 +50,8 @@ class _Parser:
     def __init__(self, src: str):
         self.src = src
         self.i = 0
+        self.ignore_case = False  # (?i): Python's and Rust's inline flag, not ECMA-262's
+        self.dot_all = False  # (?s): `.` matches line ends too
 
     def peek(self, k: int = 0):
         j = self.i + k
@@ -74,7 +79,8 @@ class _Parser:
         items = []
         while self.peek() is not None and self.peek() not in "|)":
             atom = self.atom()
-            items.append(self.quantified(atom))
+            if atom != ("flags",):
+                items.append(self.quantified(atom))
         return ("cat", items)
 
     def quantified(self, atom):
@@ -123,10 +129,12 @@ class _Parser:
         if c == "$":
             return ("eol",)
         if c == ".":
-            return ("cls", DOT)
+            return ("cls", cs.ANY if self.dot_all else DOT)
         if c == "(":
             if self.peek() == "?":
                 self.take()
+                if self.peek() is not None and self.peek() in FLAGS + "-":
+                    return self._flagged()
                 kind = self.take() if self.peek() is not None else ""
                 if kind in ("=", "!"):
                     inner = self.alternation()
@@ -140,7 +148,7 @@ class _Parser:
                     self.take()
                 elif kind == "<":
                     raise PatternError("lookbehind assertions")
-                elif kind != ":":  # (?i) and the like: Python's, not ECMA-262's
+                elif kind != ":":  # (?m), (?x) and the like
                     raise PatternError(f"inline flags '(?{kind}'" if kind.isalpha() else "unknown group '(?'")
             inner = self.alternation()
             if self.peek() != ")":
@@ -150,12 +158,47 @@ class _Parser:
         if c == "[":
             return ("cls", self.char_class())
         if c == "\\":
-            return self.escape(in_class=False)
+            letter = self.peek()
+            atom = self.escape(in_class=False)
+            if self.ignore_case and atom[0] == "cls" and letter not in CLASS_ESCAPES:  # `\d`, `\W`: as written
+                return ("cls", cs.case_closed(atom[1]))
+            return atom
         if c in "*+?":
             raise PatternError(f"nothing to repeat before {c!r}")
         if c == ")":
             raise PatternError("unbalanced ')'")
-        return ("cls", self._literal(c))
+        return ("cls", cs.case_closed(self._literal(c)) if self.ignore_case else self._literal(c))
+
+    def _flagged(self):
+        """`(?i)` / `(?s)` at the start of the pattern (Python's global flags), or `(?i:...)`,
+        `(?-i:...)` (a group with flags on or off)."""
+        start = self.i - 2
+        on, off, sign = set(), set(), True
+        while self.peek() is not None and self.peek() in FLAGS + "-":
+            c = self.take()
+            if c == "-":
+                sign = False
+            else:
+                (on if sign else off).add(c)
+        unknown = sorted((on | off) - set("is"))
+        if unknown:
+            raise PatternError(f"inline flag '{unknown[0]}'")
+        end = self.take() if self.peek() is not None else ""
+        saved = self.ignore_case, self.dot_all
+        self.ignore_case = ("i" in on) or (self.ignore_case and "i" not in off)
+        self.dot_all = ("s" in on) or (self.dot_all and "s" not in off)
+        if end == ")":
+            if start != 0 or off:
+                raise PatternError("inline flags not at the start of the pattern")
+            return ("flags",)  # nothing to match: the sequence drops it
+        if end != ":":
+            raise PatternError("unknown group '(?'")
+        inner = self.alternation()
+        if self.peek() != ")":
+            raise PatternError("missing ')'")
+        self.take()
+        self.ignore_case, self.dot_all = saved
+        return inner
 
     def _literal(self, c: str) -> tuple:
         cp = ord(c)
@@ -214,6 +257,7 @@ class _Parser:
         if negate:
             self.take()
         ranges: list = []
+        categories: list = []  # `\d`, `\W`...: not case-folded under (?i), as Python's re reads them
         first = True
         while True:
             c = self.peek()
@@ -223,6 +267,9 @@ class _Parser:
                 self.take()
                 break
             first = False
+            if c == "\\" and self.peek(1) in CLASS_ESCAPES:
+                categories.extend(self._class_atom())
+                continue
             lo = self._class_atom()
             if self.peek() == "-" and self.peek(1) not in ("]", None):
                 self.take()
@@ -234,7 +281,7 @@ class _Parser:
                 ranges.append((lo[0][0], hi[0][0]))
             else:
                 ranges.extend(lo)
-        out = cs.normalise(ranges)
+        out = cs.union(cs.case_closed(ranges) if self.ignore_case else ranges, categories)
         return cs.complement(out) if negate else out
 
     def _class_atom(self) -> tuple:
