@@ -121,6 +121,22 @@ def test_negated_array_keywords_match_jsonschema(negated):
             assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
 
 
+def test_many_pattern_properties_cut_only_the_regions_that_exist():
+    """Eight patterns that exclude each other (pyrseas' `^table `, `^view `...) make nine key regions,
+    not 2^8; overlapping ones still get every non-empty intersection (`^a` and `b$`: `ab` is held
+    to both schemas). Judged against jsonschema on keys of the letters and values 1 and "x"."""
+    disjoint = {f"^{c}": {"type": "integer" if i % 2 else "string"} for i, c in enumerate("abcdefgh")}
+    overlapping = {"^a": {"type": "integer"}, "b$": {"minimum": 2}, "^c": False}
+    keys = ["a", "b", "ab", "ba", "c", "cb", "h", "z", "", "\u0061"]
+    for patterns, closed in ((disjoint, False), (disjoint, True), (overlapping, False)):
+        schema = {"type": "object", "patternProperties": patterns, **({"additionalProperties": False} if closed else {})}
+        program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+        check = jsonschema.Draft202012Validator(schema)
+        for key, value in itertools.product(keys, [1, 2, "x"]):
+            text = '{"%s":%s}' % (key, json.dumps(value))
+            assert program.accepts(text.encode()) == check.is_valid(json.loads(text)), (patterns, text)
+
+
 @pytest.mark.parametrize("uri,reads_as", [
     ("http://json-schema.org/draft/2019-09/schema#", "2020-12"),  # http: jsonschema knows only the https id
     ("https://json-schema.org/draft-07/schema#", "2020-12"),  # https: likewise

@@ -11,7 +11,6 @@ from being equal; json.loads keeps the last, which still validates because both 
 """
 from __future__ import annotations
 
-from itertools import combinations
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
@@ -25,7 +24,7 @@ from kvx.grammar.schema.refs import escape
 from kvx.grammar.schema.scalars import count_keyword
 from kvx.grammar.schema.values import dumps
 
-MAX_PATTERNS = 6  # patternProperties regexes in one object: 2^n key regions
+MAX_REGIONS = 64  # non-empty key regions the patternProperties of one object cut (up to 2^n)
 MAX_LOOSE = 6  # required names no `properties` declares, tracked as a set (2^n); past that, in order
 
 
@@ -151,18 +150,35 @@ class ObjectBody(Body):
     def _extra(self, declared: tuple, closed: bool) -> ra.Node | None:
         """Members of undeclared keys, by the patterns they match; `closed`: none matching no pattern."""
         patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
-        if len(patterns) > MAX_PATTERNS:
-            where = self.s.notes.where(self.alt[0].ptr)
-            raise too_large(where, f"more than {MAX_PATTERNS} patternProperties in one object", "patternProperties")
         regions = []
-        for size in range(int(closed), len(patterns) + 1):
-            for chosen in combinations(patterns, size):
-                member = self._region(set(chosen), patterns, declared)
-                if member is not None:
-                    regions.append(member)
+        for chosen, keys in self._key_regions(patterns):
+            member = None if closed and not chosen else self._region(chosen, keys, declared)
+            if member is not None:
+                regions.append(member)
         return ra.alt(*regions) if regions else None
 
-    def _region(self, chosen: set, patterns: list, declared: tuple) -> ra.Node | None:
+    def _key_regions(self, patterns: list) -> list[tuple[frozenset, DFA]]:
+        """The key space cut by the patterns: (the patterns its keys match, the string bodies matching
+        exactly those), each pattern splitting every region so far, the empty parts dropped: patterns
+        that exclude each other (`^table `, `^view `...) make n + 1 regions, not 2^n."""
+        regions = [(frozenset(), any_key_body())]
+        max_states = self.s.scalars.max_states
+        for pat in patterns:
+            dfa = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties")
+            split = []
+            for chosen, keys in regions:
+                inside = None if dfa is None else product(keys, dfa, "and", max_states)
+                outside = keys if dfa is None else product(keys, dfa, "minus", max_states)
+                split += [(chosen | {pat}, inside)] if inside is not None else []
+                split += [(chosen, outside)] if outside is not None else []
+            if len(split) > MAX_REGIONS:
+                where = self.s.notes.where(self.alt[0].ptr)
+                raise too_large(where, f"more than {MAX_REGIONS} key regions of patternProperties in one object",
+                                "patternProperties")
+            regions = split
+        return regions
+
+    def _region(self, chosen: frozenset, keys: DFA, declared: tuple) -> ra.Node | None:
         """The member of keys matching exactly the patterns in `chosen` (None if there is none)."""
         ptrs = []
         for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
@@ -176,7 +192,7 @@ class ObjectBody(Body):
         value = self.s.value(tuple(ptrs), self.s.member_context(self.context, key="", patterns=frozenset(chosen)))
         if ra.is_nothing(value):
             return None
-        key = self._key_language(chosen, patterns, declared)
+        key = self._key_language(keys, declared)
         if key is None:
             return None
         ws = self.s.ws
@@ -185,20 +201,10 @@ class ObjectBody(Body):
     def _region_evaluated(self, chosen: set, i: int) -> bool:
         return self._evaluates_all(i) or any(pat in chosen for j in self.scope[i] for pat in self._patterns(j))
 
-    def _key_language(self, chosen: set, patterns: list, declared: tuple) -> DFA | None:
-        """String bodies matching exactly `chosen`, not declared, within every propertyNames."""
-        key = any_key_body()
+    def _key_language(self, keys: DFA, declared: tuple) -> DFA | None:
+        """A region's string bodies, not declared, within every propertyNames."""
         max_states = self.s.scalars.max_states
-        for pat in patterns:
-            d = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties")
-            if d is None:
-                if pat in chosen:
-                    return None
-                continue
-            key = product(key, d, mode="and" if pat in chosen else "minus", max_states=max_states)
-            if key is None:
-                return None
-        key = _minus_names(key, declared, max_states)
+        key = _minus_names(keys, declared, max_states)
         for p, node in zip(self.alt, self.nodes):
             if "propertyNames" in node:
                 names = self._names_language(f"{p.ptr}/propertyNames")
