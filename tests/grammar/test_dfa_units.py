@@ -94,12 +94,14 @@ def test_leading_lookaheads_match_python_re(pattern):
     (r"^@([a-z](?:(?!.*--)[a-z-]*[a-z])?)/([a-z](?:(?!.*--)[a-z-]*[a-z])?)$", "@/a-"),
     (r"^(a(?=b)|b(?!a)){1,4}$", "ab"), (r"((?=ab)a|(?!a)b)c", "abc"), (r"(?!^[0-9]+$)([a-z0-9]+)", "a1-"),
     (r"(?!^a)b", "ab"), (r"(?=^a)b|c", "abc"), (r"(^|-)ab(-|$)", "ab-c"), (r"x(y|$)", "xyz"),
-    (r"^(?!/)(?!.*//)(?!(?:.*/)?\.\.(?:/|$))", "/a."), (r"\bfoo", "fo x"), (r"\bab\b", "ab -"), (r"a\B", "ab "),
+    (r"^(?!/)(?!.*//)(?!(?:.*/)?\.\.(?:/|$))", "/a."), (r"^\/(([a-z\-]+\/)*[a-z\-]+$)?", "/a-"),
+    (r"^(?:^[a-z][a-z+]*:)?[^\s]*$", "a+: "), (r"^^a", "ab"), (r"a$(b$)?", "ab"), (r"(^a)?b", "ab"), (r"a$b|c", "abc"),
+    (r"x(^a)?", "xa"), (r"(?!a^)b", "ab"), (r"\bfoo", "fo x"), (r"\bab\b", "ab -"), (r"a\B", "ab "),
     (r"^\w+\b-", "a-b"), (r"(x\b|y)z", "xyz "), (r"\B", "a "), (r"[a-z]{1,3}\.[a-z()]{1,3}\b([-a-z()]*)", "a.(-")])
 def test_assertions_match_python_re(pattern, alphabet):
     """A lookahead in a group, a branch, a bounded repeat or the tempered `((?!x).)*` before the end
-    (schema/lookaheads.py), a `^` opening a lookahead, an anchor in an alternation at a branch's
-    edge (`(^|-)ab(-|$)`), word boundaries (schema/word_bounds.py): as Python's re on every string up to 6
+    (schema/lookaheads.py), a `^` opening a lookahead, an anchor in an alternation or optional group
+    at a branch's edge (`(^|-)ab(-|$)`, `^/(a$)?`), one that cannot hold (`a$b`), word boundaries (schema/word_bounds.py): as Python's re on every string up to 6
     characters of the alphabet (7 for two letters), one character of each also written as a \\u
     escape (Python before 3.14 finds no `\\B` in an empty string, where ECMA-262 and kvx do)."""
     dfa = pattern_dfa(pattern, "/pattern")
@@ -138,7 +140,7 @@ def test_inline_flags_match_python_re(pattern, alphabet):
     assert seen == {True, False}
 
 
-@pytest.mark.parametrize("pattern", [r"(a)\1", r"\b+", r"(?=a)\b", r"\p{L}", r"a(?i)b", r"(?m)^a", r"(?x)a b", r"(?<=a)b", r"a^b", r"(?=a^)b", r"a(?!b^)",
+@pytest.mark.parametrize("pattern", [r"(a)\1", r"\b+", r"(?=a)\b", r"\p{L}", r"a(?i)b", r"(?m)^a", r"(?x)a b", r"(?<=a)b", r"a*^b", r"(?=a*^)b", r"a(?!b*^)",
                                      r"^((?!ab).)*c$", r"^(a(?=b))+$", r"^(a(?!b)){1,20}$"])
 def test_pattern_unsupported_features(pattern):
     with pytest.raises(UnsupportedSchema, match="pattern"):

@@ -3,7 +3,8 @@
 Parsed at the character level (code point classes), then every class is mapped through an
 encoder: by default to all its JSON-string spellings, so the automaton runs on the JSON text of
 the string while the pattern means the decoded value. `^`/`$` are honoured at the start/end of
-top-level branches (an alternation holding one at a branch's edge is split: `(^|-)x(-|$)`) and a `^`
+top-level branches (an alternation or optional group holding one at a branch's edge is split:
+`(^|-)x(-|$)`, `^/(a$)?`; a branch with one that cannot hold, `a$b`, matches nothing) and a `^`
 opening a lookahead; an unanchored side is padded with "any characters" (search semantics).
 Lookaheads keep the words of what follows them that start (`?=`) or do not start (`?!`) with a
 match of theirs (schema/lookaheads.py): anywhere in a branch, in groups and bounded repeats, and
@@ -296,9 +297,12 @@ def _strip(node, side: str):
     kind = node[0]
     if kind == ("bol" if side == "start" else "eol"):
         return ("cat", []), True
-    if kind == "cat" and node[1]:
+    if kind == "cat":
         items = list(node[1])
-        idx = 0 if side == "start" else len(items) - 1
+        filled = [i for i, item in enumerate(items) if item != ("cat", [])]  # an empty group is no edge
+        if not filled:
+            return node, False
+        idx = filled[0] if side == "start" else filled[-1]
         items[idx], anchored = _strip(items[idx], side)
         return ("cat", items), anchored
     if kind == "alt":
@@ -309,18 +313,54 @@ def _strip(node, side: str):
     return node, False
 
 
+def _strip_all(node, side: str):
+    """_strip, as often as the edge holds an anchor (`^^a`, `^(?:^a)`: one `^`)."""
+    node, anchored = _strip(node, side)
+    again = anchored
+    while again:
+        node, again = _strip(node, side)
+    return node, anchored
+
+
 def _split_edge(node, side: str) -> list:
     """`node` as branches whose `side` edge is no alternation holding an anchor: `a(/|$)` is `a/`
     and `a$`, so that _strip finds the `$` (an alternation without one stays whole)."""
     kind = node[0]
     if kind == "alt" and _has_anchor(node):
         return [b for n in node[1] for b in _split_edge(n, side)]
-    if kind == "cat" and node[1]:
-        idx = 0 if side == "start" else len(node[1]) - 1
-        edges = _split_edge(node[1][idx], side)
-        if len(edges) > 1:
-            return [("cat", [*node[1][:idx], e, *node[1][idx + 1:]]) for e in edges]
+    if kind == "rep" and (node[2], node[3]) == (0, 1) and _has_anchor(node):  # `(...$)?`: left out, or there
+        return [("cat", []), *_split_edge(node[1], side)]
+    if kind == "cat":
+        inner = [i for i, item in enumerate(node[1]) if item not in (("bol",), ("eol",), ("cat", []))]
+        if inner:  # the edge past the anchors already there (`^(^a:)?b`)
+            idx = inner[0] if side == "start" else inner[-1]
+            edges = _split_edge(node[1][idx], side)
+            if len(edges) > 1:
+                return [("cat", [*node[1][:idx], e, *node[1][idx + 1:]]) for e in edges]
     return [node]
+
+
+def _min_length(node) -> int:
+    kind = node[0]
+    if kind == "cls":
+        return 1
+    if kind == "cat":
+        return sum(map(_min_length, node[1]))
+    if kind == "alt":
+        return min(map(_min_length, node[1]), default=0)
+    return node[2] * _min_length(node[1]) if kind == "rep" else 0
+
+
+def _flat(node) -> list:
+    return [x for item in node[1] for x in _flat(item)] if node[0] == "cat" else [node]
+
+
+def _anchor_cannot_hold(branch) -> bool:
+    """A `^` after something that reads a character, or a `$` before one (no multiline mode): the
+    branch matches nothing (`a$b`)."""
+    items = _flat(branch)
+    return any((item == ("bol",) and _min_length(("cat", items[:i])) > 0)
+               or (item == ("eol",) and _min_length(("cat", items[i + 1:])) > 0) for i, item in enumerate(items))
 
 
 def _opening_anchored_looks(branch):
@@ -394,10 +434,12 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
                         starts_with=lambda t: _starts_with(t, encode, max_states))
     top = tree[1] if tree[0] == "alt" else [tree]
     for branch in [b for t in top for s in _split_edge(t, "start") for b in _split_edge(s, "end")]:
-        branch, at_start = _strip(branch, "start")
-        branch, at_end = _strip(branch, "end")
+        branch, at_start = _strip_all(branch, "start")
+        branch, at_end = _strip_all(branch, "end")
         split = None if at_start else _opening_anchored_looks(branch)
         if _has_anchor(branch):
+            if _anchor_cannot_hold(branch):
+                continue
             raise PatternError("anchor in the middle of a pattern")
         branch = _loosened(branch, at_start, at_end)
         if has_lookahead(branch):
