@@ -176,7 +176,8 @@ class ObjectBody(Body):
                 raise too_large(where, f"more than {MAX_REGIONS} key regions of patternProperties in one object",
                                 "patternProperties")
             regions = split
-        return regions
+        rank = {pat: i for i, pat in enumerate(patterns)}  # by size, then pattern order: as combinations come
+        return sorted(regions, key=lambda region: (len(region[0]), sorted(rank[p] for p in region[0])))
 
     def _region(self, chosen: frozenset, keys: DFA, declared: tuple) -> ra.Node | None:
         """The member of keys matching exactly the patterns in `chosen` (None if there is none)."""
