@@ -80,7 +80,7 @@ def format_dfa(name: str):
 def _cache_path(name: str) -> Path:
     """Keyed by the format's regex and the sources that build it: the pattern reader and what it
     uses, and the automata layer (an automaton built by older composing code is equivalent but may
-    be larger: the uri format's was 4,370 states, 3,611 now)."""
+    be larger: a cached uri automaton of 12,484 states, where today's code builds 3,611)."""
     here = Path(__file__).parent
     h = hashlib.sha256(FORMATS[name].encode())
     sources = [here / src for src in ("regex_parse.py", "lookaheads.py", "word_bounds.py", "strings.py", "charset.py")]
