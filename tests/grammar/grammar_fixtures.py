@@ -65,3 +65,27 @@ def random_regex(rng, depth=0):
         return ra.alt(random_regex(rng, depth + 1), random_regex(rng, depth + 1))
     lo = rng.randrange(3)
     return ra.rep(random_regex(rng, depth + 1), lo, rng.choice([None, lo, lo + 2]))
+
+
+def random_pattern(rng, depth: int = 3) -> str:
+    """A random ECMA-262 pattern over `a`, `B`, `-` with the assertions kvx reads: lookaheads
+    (nested, tempered), anchors in alternations, word boundaries, groups and repeats."""
+    r = rng.random()
+    if depth <= 0 or r < 0.3:
+        return rng.choice(["a", "B", "-", ".", "[aB]", "[^a]", "\\w", "\\W", "[A-Z]"])
+    inner = lambda: random_pattern(rng, depth - 1)
+    if r < 0.45:
+        return inner() + inner()
+    if r < 0.55:
+        return f"({inner()}|{inner()})"
+    if r < 0.75:
+        return f"(?{rng.choice('=!')}{inner()})"
+    if r < 0.8:
+        return f"({inner()}){rng.choice(['?', '{0,2}', '{1,2}', '*', '+'])}"
+    if r < 0.85:
+        return rng.choice(["^", "$", "\\b", "\\B"])
+    if r < 0.9:
+        return f"((?!{inner()}).)*$"
+    if r < 0.95:
+        return f"({inner()}|{rng.choice('^$')})"
+    return f"(?:{inner()})"

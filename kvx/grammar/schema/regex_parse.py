@@ -364,10 +364,10 @@ def _anchor_cannot_hold(branch) -> bool:
 
 
 def _opening_anchored_looks(branch):
-    """For a branch that may start anywhere and opens with lookaheads holding a `^` (which holds only
-    at the string's start): (the branch where it starts the string, those `^` dropped; the branch
-    elsewhere, where such a lookahead fails: a positive one rules it out (None), a negative one drops
-    out), or None when it opens with none."""
+    """For a branch that opens with lookaheads holding a `^` (which holds only at the string's start):
+    (the branch where it starts the string, those `^` dropped; the branch elsewhere, where such a
+    lookahead fails: a positive one rules it out (None), a negative one drops out), or None when it
+    opens with none."""
     items = branch[1] if branch[0] == "cat" else [branch]
     at_start, later, found, k = [], [], False, 0
     while k < len(items) and items[k][0] == "look":
@@ -436,7 +436,9 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
     for branch in [b for t in top for s in _split_edge(t, "start") for b in _split_edge(s, "end")]:
         branch, at_start = _strip_all(branch, "start")
         branch, at_end = _strip_all(branch, "end")
-        split = None if at_start else _opening_anchored_looks(branch)
+        split = _opening_anchored_looks(branch)
+        if at_start and split is not None:  # its opening lookaheads look from the string's start
+            branch, split = split[0], None
         if _has_anchor(branch):
             if _anchor_cannot_hold(branch):
                 continue
@@ -460,7 +462,12 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
 
 
 def _starts_with(tree, encode, max_states: int):
-    """The automaton of the strings that start with a match of `tree` (None: no string does)."""
+    """The automaton of the strings that start with a match of a lookahead's `tree` (None: no string
+    does). A `^` in it holds only at the string's start, which this automaton, the same wherever
+    the lookahead sits, cannot tell: one opening a lookahead at the start is dropped before
+    (_opening_anchored_looks), any other is refused."""
+    if holds(tree, ("bol",), in_lookaheads=True):
+        raise PatternError("anchor ^ inside a lookahead")
     return fast_compile(_searched_tree(("cat", [("bol",), tree]), encode, max_states), max_states)
 
 
