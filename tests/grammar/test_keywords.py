@@ -121,6 +121,78 @@ def test_negated_array_keywords_match_jsonschema(negated):
             assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
 
 
+def _first_disagreement(schema, instances, reordered_ok: bool = False):
+    """The first instance kvx's grammar and jsonschema judge differently, or None. `reordered_ok`:
+    a valid two-key object the grammar takes in the other key order agrees (declared keys come in
+    schema order)."""
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.Draft202012Validator(schema)
+    for value in instances:
+        text = json.dumps(value, separators=(",", ":"))
+        if program.accepts(text.encode()) == check.is_valid(value):
+            continue
+        if reordered_ok and isinstance(value, dict) and len(value) == 2 and check.is_valid(value):
+            if program.accepts(json.dumps(dict(reversed(value.items())), separators=(",", ":")).encode()):
+                continue
+        return text
+    return None
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_objects_with_pattern_properties_match_jsonschema(seed):
+    """Random objects mixing patternProperties (overlapping or not), properties, additionalProperties,
+    propertyNames and maxProperties: judged as jsonschema judges them on every object of up to two
+    keys over a few names and values (the key regions of fe17f2d)."""
+    rng = random.Random(seed)
+    patterns, subs = ["^a", "b$", "^ab$", "a", "^[ab]+$", "^c", "^$"], [{"type": "integer"}, {"type": "string"},
+                                                                      {"minimum": 2}, False, True, {"enum": [1, "x"]}]
+    names = ["a", "b", "ab", "ba", "c", "cb", "", "aab"]
+    objects = [{}] + [{k: v} for k in names for v in (1, 2, "x")]
+    objects += [{k1: 1, k2: "x"} for k1, k2 in itertools.permutations(names[:5], 2)]
+    for _ in range(30):
+        schema = {"type": "object", "patternProperties": {p: rng.choice(subs) for p in rng.sample(patterns, rng.randrange(5))}}
+        if rng.random() < 0.5:
+            schema["properties"] = {k: rng.choice(subs) for k in rng.sample(names[:5], rng.randrange(3))}
+        if rng.random() < 0.4:
+            schema["additionalProperties"] = rng.choice(subs)
+        if rng.random() < 0.2:
+            schema["propertyNames"] = {"pattern": rng.choice(patterns)}
+        if rng.random() < 0.2:
+            schema["maxProperties"] = 1
+        assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_negated_array_schemas_match_jsonschema(seed):
+    """Random array schemas (contains and its counts, items, prefixItems, item counts, type) under
+    `not`, `if`/`then`/`else`, `anyOf` with a `not`, and `not` of `not`: each one kvx compiles is
+    judged as jsonschema judges it on every array of up to three of 1, 2, "x" and a few non-arrays."""
+    rng = random.Random(seed)
+    subs = [{"const": 1}, {"type": "string"}, {"minimum": 2}, {"enum": [1, "x"]}, True, False, {"not": {"const": 2}}]
+
+    def array_schema():
+        out = {"contains": rng.choice(subs)} if rng.random() < 0.5 else {}  # often, to meet its counts
+        for kw in rng.sample(["contains", "items", "prefixItems", "minItems", "maxItems", "minContains", "maxContains",
+                              "type"], rng.randrange(1, 4)):
+            out[kw] = (rng.choice(subs) if kw in ("contains", "items") else
+                       [rng.choice(subs) for _ in range(rng.randrange(1, 3))] if kw == "prefixItems" else
+                       rng.choice(["array", "integer", ["array", "string"]]) if kw == "type" else rng.randrange(3))
+        return out
+
+    values = [None, 1, "x", {}] + [list(c) for n in range(4) for c in itertools.product([1, 2, "x"], repeat=n)]
+    compiled = 0
+    for _ in range(60):
+        a = array_schema()
+        schema = rng.choice([{"not": a}, {"if": a, "then": array_schema(), "else": array_schema()},
+                             {"anyOf": [{"not": a}, array_schema()]}, {"not": {"not": a}}])
+        try:
+            assert _first_disagreement(schema, values) is None, schema
+        except UnsupportedSchema:  # items beside prefixItems, negated
+            continue
+        compiled += 1
+    assert compiled >= 40
+
+
 def test_many_pattern_properties_cut_only_the_regions_that_exist():
     """Eight patterns that exclude each other (pyrseas' `^table `, `^view `...) make nine key regions,
     not 2^8; overlapping ones still get every non-empty intersection (`^a` and `b$`: `ab` is held
