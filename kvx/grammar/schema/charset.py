@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from functools import lru_cache
+
+from kvx.grammar.schema.case_groups import case_groups
 
 MAX_CP = 0x10FFFF
 SURROGATES = ((0xD800, 0xDFFF),)
@@ -59,25 +60,6 @@ def contains(ranges, cp: int) -> bool:
     return any(lo <= cp <= hi for lo, hi in ranges)
 
 
-CASED_BELOW = 0x20000  # every cased letter is below (Latin ... Adlam, 0x1E900)
-
-
-@lru_cache(maxsize=1)
-def _case_groups() -> tuple[tuple[int, ...], ...]:
-    """Code points that match each other case-insensitively, as Python's `re` (IGNORECASE) pairs
-    them: one simple case mapping apart (`k`, `K`, the Kelvin sign; `s`, `S`, long s)."""
-    groups: dict[str, list[int]] = {}
-    for cp in range(CASED_BELOW):
-        c = chr(cp)
-        up = c.upper() if len(c.upper()) == 1 else c
-        low = up.lower()
-        # str.lower is the full mapping: the one letter it makes two, U+0130 (I with a dot), is `i`
-        # by the simple one, which `re` uses
-        key = low if len(low) == 1 else low[0] if cp == 0x130 else c
-        groups.setdefault(key, []).append(cp)
-    return tuple(tuple(g) for g in groups.values() if len(g) > 1)
-
-
 def case_closed(ranges) -> tuple:
     """`ranges` with every case variant of its members (IGNORECASE, inline flag `(?i)`)."""
     ranges = normalise(ranges)
@@ -87,5 +69,5 @@ def case_closed(ranges) -> tuple:
         k = bisect_right(starts, cp) - 1
         return k >= 0 and cp <= ranges[k][1]
 
-    extra = [cp for group in _case_groups() if any(map(holds, group)) for cp in group]
+    extra = [cp for group in case_groups() if any(map(holds, group)) for cp in group]
     return normalise([*ranges, *((cp, cp) for cp in extra)])
