@@ -49,7 +49,7 @@ def test_composed_pattern_on_json_spellings_matches_python_re(pattern):
     """The composer's automaton of a pattern (JSON string bodies, every spelling of a character):
     a branch that starts with a loop (`.*` padding an unanchored branch) once put its loop on the
     node the other branches start from, so `^alpha|beta` accepted "xalpha". Repeats on an
-    unanchored side are cut to their least count (regex_parse._loosened). Checked on random
+    unanchored side are cut to their least count (anchors.loosened). Checked on random
     strings, each also with one character written as a \\u escape."""
     dfa = pattern_dfa(pattern, "test")
     rx = re.compile(pattern.replace("$", r"\Z"), re.ASCII)

@@ -26,6 +26,8 @@ from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.schema import strings, word_bounds
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
+from kvx.grammar.schema.anchors import (anchor_cannot_hold, has_anchor, loosened, opening_anchored_looks,
+                                       split_edge, strip_all)
 from kvx.grammar.schema.lookaheads import LookaheadError, Spelling, has_lookahead, holds, with_rest
 
 DIGITS = ((0x30, 0x39),)
@@ -293,104 +295,6 @@ class _Parser:
         return self._literal(c)
 
 
-def _strip(node, side: str):
-    """Remove a ^ (side='start') or $ (side='end') from the edge of a branch: (node, anchored)."""
-    kind = node[0]
-    if kind == ("bol" if side == "start" else "eol"):
-        return ("cat", []), True
-    if kind == "cat":
-        items = list(node[1])
-        filled = [i for i, item in enumerate(items) if item != ("cat", [])]  # an empty group is no edge
-        if not filled:
-            return node, False
-        idx = filled[0] if side == "start" else filled[-1]
-        items[idx], anchored = _strip(items[idx], side)
-        return ("cat", items), anchored
-    if kind == "alt":
-        stripped = [_strip(b, side) for b in node[1]]
-        flags = {a for _, a in stripped}
-        if len(flags) == 1:
-            return ("alt", [b for b, _ in stripped]), flags.pop()
-    return node, False
-
-
-def _strip_all(node, side: str):
-    """_strip, as often as the edge holds an anchor (`^^a`, `^(?:^a)`: one `^`)."""
-    node, anchored = _strip(node, side)
-    again = anchored
-    while again:
-        node, again = _strip(node, side)
-    return node, anchored
-
-
-def _split_edge(node, side: str) -> list:
-    """`node` as branches whose `side` edge is no alternation holding an anchor: `a(/|$)` is `a/`
-    and `a$`, so that _strip finds the `$` (an alternation without one stays whole)."""
-    kind = node[0]
-    if kind == "alt" and _has_anchor(node):
-        return [b for n in node[1] for b in _split_edge(n, side)]
-    if kind == "rep" and (node[2], node[3]) == (0, 1) and _has_anchor(node):  # `(...$)?`: left out, or there
-        return [("cat", []), *_split_edge(node[1], side)]
-    if kind == "cat":
-        inner = [i for i, item in enumerate(node[1]) if item not in (("bol",), ("eol",), ("cat", []))]
-        if inner:  # the edge past the anchors already there (`^(^a:)?b`)
-            idx = inner[0] if side == "start" else inner[-1]
-            edges = _split_edge(node[1][idx], side)
-            if len(edges) > 1:
-                return [("cat", [*node[1][:idx], e, *node[1][idx + 1:]]) for e in edges]
-    return [node]
-
-
-def _min_length(node) -> int:
-    kind = node[0]
-    if kind == "cls":
-        return 1
-    if kind == "cat":
-        return sum(map(_min_length, node[1]))
-    if kind == "alt":
-        return min(map(_min_length, node[1]), default=0)
-    return node[2] * _min_length(node[1]) if kind == "rep" else 0
-
-
-def _flat(node) -> list:
-    return [x for item in node[1] for x in _flat(item)] if node[0] == "cat" else [node]
-
-
-def _anchor_cannot_hold(branch) -> bool:
-    """A `^` after something that reads a character, or a `$` before one (no multiline mode): the
-    branch matches nothing (`a$b`)."""
-    items = _flat(branch)
-    return any((item == ("bol",) and _min_length(("cat", items[:i])) > 0)
-               or (item == ("eol",) and _min_length(("cat", items[i + 1:])) > 0) for i, item in enumerate(items))
-
-
-def _opening_anchored_looks(branch):
-    """For a branch that opens with lookaheads holding a `^` (which holds only at the string's start):
-    (the branch where it starts the string, those `^` dropped; the branch elsewhere, where such a
-    lookahead fails: a positive one rules it out (None), a negative one drops out), or None when it
-    opens with none."""
-    items = branch[1] if branch[0] == "cat" else [branch]
-    at_start, later, found, k = [], [], False, 0
-    while k < len(items) and items[k][0] == "look":
-        _, positive, inner = items[k]
-        inner, anchored = _strip(inner, "start")
-        found |= anchored
-        at_start.append(("look", positive, inner))
-        if not anchored and later is not None:
-            later.append(items[k])
-        elif anchored and positive:
-            later = None
-        k += 1
-    if not found:
-        return None
-    rest = list(items[k:])
-    return ("cat", at_start + rest), None if later is None else ("cat", later + rest)
-
-
-def _has_anchor(node) -> bool:
-    return holds(node, ("bol", "eol"))
-
-
 def _to_ast(node, encode) -> ra.Node:
     kind = node[0]
     if kind == "cls":
@@ -408,21 +312,6 @@ def _to_ast(node, encode) -> ra.Node:
     raise PatternError("anchor in the middle of a pattern")
 
 
-def _loosened(branch, at_start: bool, at_end: bool):
-    """The branch with a repeat on an unanchored side cut to its least count: `.*` there takes the
-    rest, so `.*\\$\\w{1,255}.*` holds the same strings as `.*\\$\\w.*` (GitLab's cache policy: past
-    the deadline counted out to 255)."""
-    items = list(branch[1]) if branch[0] == "cat" else [branch]
-    for side, anchored in ((-1, at_end), (0, at_start)):
-        while not anchored and items and items[side][0] == "rep":
-            _, inner, lo, _ = items[side]
-            if lo:
-                items[side] = ("rep", inner, lo, lo)
-                break
-            items.pop(side)
-    return ("cat", items)
-
-
 def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Node:
     """The top-level branches, each as the strings holding a match of it, grouped by how they are
     anchored: `en|de|ru|...` is one `.*(en|de|ru|...).*`, not a union of ten searches (a union the
@@ -434,17 +323,17 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
     spelling = Spelling(to_ast=lambda t: _to_ast(t, encode), any_char=encode(cs.ANY), max_states=max_states,
                         starts_with=lambda t: _starts_with(t, encode, max_states))
     top = tree[1] if tree[0] == "alt" else [tree]
-    for branch in [b for t in top for s in _split_edge(t, "start") for b in _split_edge(s, "end")]:
-        branch, at_start = _strip_all(branch, "start")
-        branch, at_end = _strip_all(branch, "end")
-        split = _opening_anchored_looks(branch)
+    for branch in [b for t in top for s in split_edge(t, "start") for b in split_edge(s, "end")]:
+        branch, at_start = strip_all(branch, "start")
+        branch, at_end = strip_all(branch, "end")
+        split = opening_anchored_looks(branch)
         if at_start and split is not None:  # its opening lookaheads look from the string's start
             branch, split = split[0], None
-        if _has_anchor(branch):
-            if _anchor_cannot_hold(branch):
+        if has_anchor(branch):
+            if anchor_cannot_hold(branch):
                 continue
             raise PatternError("anchor in the middle of a pattern")
-        branch = _loosened(branch, at_start, at_end)
+        branch = loosened(branch, at_start, at_end)
         if has_lookahead(branch):
             end = ra.EMPTY if at_end else anything
             try:
@@ -466,7 +355,7 @@ def _starts_with(tree, encode, max_states: int):
     """The automaton of the strings that start with a match of a lookahead's `tree` (None: no string
     does). A `^` in it holds only at the string's start, which this automaton, the same wherever
     the lookahead sits, cannot tell: one opening a lookahead at the start is dropped before
-    (_opening_anchored_looks), any other is refused."""
+    (opening_anchored_looks), any other is refused."""
     if holds(tree, ("bol",), in_lookaheads=True):
         raise PatternError("anchor ^ inside a lookahead")
     return fast_compile(_searched_tree(("cat", [("bol",), tree]), encode, max_states), max_states)
