@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from kvx.grammar import cache as _cache
-from kvx.grammar.automata import deadline as deadlines
 from kvx.grammar.automata import graph_kernels
 from kvx.grammar.automata.pda import Program
-from kvx.grammar.automata.small_pages import small_pages
 from kvx.grammar.errors import TooLarge, too_large
 from kvx.grammar.options import GrammarOptions
 from kvx.grammar.tokens.budget import token_prefixes
@@ -80,9 +78,9 @@ def compile_schema(
     path = _cache.cache_path(schema, options.program_key(), vocab) if cache else None
     loaded = _cache.load(path) if path is not None else None
     if loaded is None:
-        from kvx.grammar.schema.compiler import compile_program, paused_gc
+        from kvx.grammar.schema.compiler import compile_program, compile_scope
 
-        with paused_gc(), small_pages(), deadlines.within(deadlines.Deadline(options.compile_deadline)):  # the distances count too
+        with compile_scope(options):  # the distances count too
             compiled = compile_program(schema, options)
             program = compiled.program
             try:

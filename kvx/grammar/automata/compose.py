@@ -572,6 +572,9 @@ def _literal_chain(text: list[int]) -> CDFA:
 
 
 def fast_compile(node: ra.Node, max_states: int = DEFAULT_MAX_STATES) -> DFA | None:
-    """Regex AST -> trimmed DFA (None when the language is empty); raises TooLarge past the cap."""
+    """Regex AST -> trimmed DFA (None when the language is empty); raises TooLarge past the cap. An
+    embedded DFA alone is that DFA (built already: a product, a pattern's lookaheads)."""
+    if isinstance(node, ra.Embed) and isinstance(node.dfa, DFA):
+        return node.dfa
     c = Composer(max_states).build(node)
     return None if c is None else c.expand()

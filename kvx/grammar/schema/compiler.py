@@ -77,13 +77,22 @@ def compile_program(schema, options: GrammarOptions = GrammarOptions(), *,
     if not options.compile_deadline > 0:
         raise UnsupportedSchema("compile_deadline must be > 0 seconds")
     t0 = time.perf_counter()
-    with paused_gc(), small_pages(), deadlines.within(deadline or deadlines.active() or deadlines.Deadline(options.compile_deadline)):
+    with compile_scope(options, deadline):
         return _compile(schema, options, t0)
 
 
 def _check_mode(name: str, value: str, modes: tuple[str, ...]) -> None:
     if value not in modes:
         raise UnsupportedSchema(f"{name} must be one of {', '.join(modes)}, not {value!r}")
+
+
+@contextmanager
+def compile_scope(options: GrammarOptions, deadline: deadlines.Deadline | None = None):
+    """What a compile runs under: the collector paused, ordinary memory pages, and its deadline
+    (`deadline`, else the caller's active one, else options.compile_deadline seconds from now)."""
+    with paused_gc(), small_pages(), deadlines.within(deadline or deadlines.active()
+                                                      or deadlines.Deadline(options.compile_deadline)):
+        yield
 
 
 @contextmanager

@@ -78,13 +78,13 @@ def format_dfa(name: str):
 
 
 def _cache_path(name: str) -> Path:
-    """Keyed by the format's regex and the sources that build it: the pattern reader and what it
-    uses, and the automata layer (an automaton built by older composing code is equivalent but may
-    be larger: a cached uri automaton of 12,484 states, where today's code builds 3,611)."""
+    """Keyed by the format's regex and the sources that can build it: the schema layer (the pattern
+    reader and the modules it uses) and the automata layer (an automaton built by older composing
+    code is equivalent but may be larger: a cached uri automaton of 12,484 states, where today's
+    code builds 3,611). A list of file names missed new modules."""
     here = Path(__file__).parent
     h = hashlib.sha256(FORMATS[name].encode())
-    sources = [here / src for src in ("regex_parse.py", "lookaheads.py", "word_bounds.py", "strings.py", "charset.py")]
-    for src in sources + sorted((here.parent / "automata").glob("*.py")):
+    for src in sorted(here.glob("*.py")) + sorted((here.parent / "automata").glob("*.py")):
         h.update(src.read_bytes())
     return cache_root() / "grammar" / "formats" / f"{name}-{h.hexdigest()[:16]}.npz"
 

@@ -86,8 +86,7 @@ def _looked(positive: bool, inner: tuple, rest: ra.Node, sp: Spelling) -> ra.Nod
     seen = sp.starts_with(inner)
     if seen is None:
         return ra.NOTHING if positive else rest
-    # a rest that is one automaton already (the previous lookahead's) is used as it is
-    following = rest.dfa if isinstance(rest, ra.Embed) else fast_compile(rest, sp.max_states)
+    following = fast_compile(rest, sp.max_states)
     if following is None:
         return ra.NOTHING
     kept = product(following, seen, "and" if positive else "minus", sp.max_states)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.keywords import META, TYPES
 from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
+from kvx.grammar.schema.scalars import count_keyword
 
 MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
 
@@ -142,10 +143,8 @@ class Negator:
     def _contains(self, ptr: str, node: dict, depth: int) -> list:
         """An array whose count of items matching `contains` is below minContains (default 1) or
         above maxContains: none matching is every item failing it."""
-        lo, hi = node.get("minContains", 1), node.get("maxContains")
-        if not (isinstance(lo, int) and (hi is None or isinstance(hi, int))) or isinstance(lo, bool) \
-                or isinstance(hi, bool):
-            self._refuse(ptr, "minContains" if not isinstance(lo, int) or isinstance(lo, bool) else "maxContains")
+        where = self.doc.where(ptr)
+        lo, hi = count_keyword(node, "minContains", where, 1), count_keyword(node, "maxContains", where, None)
         sub = f"{ptr}/contains"
         out = []
         if lo == 1:

@@ -23,7 +23,6 @@ from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES
-from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.schema import strings, word_bounds
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.anchors import (anchor_cannot_hold, has_anchor, loosened, opening_anchored_looks,
@@ -373,9 +372,7 @@ def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
 def _tree_dfa(tree, encode, max_states: int):
     """The automaton of the strings holding a match of the parse tree; its word boundaries, marked
     where they sit, resolved by word_bounds (not beside a lookahead, whose rest has no markers)."""
-    node = _searched_tree(tree, encode, max_states)
-    # one lookahead's product is the whole pattern (`^(?=.*\d).{8,}$`): taken as it is, not composed again
-    dfa = node.dfa if isinstance(node, ra.Embed) and isinstance(node.dfa, DFA) else fast_compile(node, max_states)
+    dfa = fast_compile(_searched_tree(tree, encode, max_states), max_states)
     if not holds(tree, ("wordb",), in_lookaheads=True):
         return dfa
     if holds(tree, ("look",)):
