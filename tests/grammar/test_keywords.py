@@ -277,6 +277,41 @@ def test_a_long_length_bound_beside_a_pattern_is_post_checked():
     assert grammar.accepts_text(too_long) and not check.is_valid(json.loads(too_long))  # the check's to catch
 
 
+def test_a_zero_length_bound_beside_a_pattern_is_the_empty_string():
+    """`maxLength: 0` with a pattern built a counter of no copies and crashed (an IndexError, not a
+    one-line refusal): it is the empty string where the pattern allows it, nothing where it does not."""
+    for pattern in ("^$", "a", "^a*$"):
+        schema = {"anyOf": [{"type": "string", "maxLength": 0, "pattern": pattern}, {"type": "integer"}]}
+        program = compile_program(schema).program
+        check = jsonschema.Draft202012Validator(schema)
+        for text in ('""', '"a"', '1', '"b"'):
+            assert program.accepts(text.encode()) == check.is_valid(json.loads(text)), (pattern, text)
+
+
+@pytest.mark.parametrize("negated", ["array", "integer", "number", ["string", "integer"], ["null", "number"]])
+def test_not_of_a_type_keeps_every_number_it_does_not_name(negated):
+    """`not: {type: array}` held numbers to integers (1.5 was refused): the negation of a list of
+    types without "integer" keeps "number"; one that names integers only keeps the fractions."""
+    schema = {"not": {"type": negated}}
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.Draft202012Validator(schema)
+    for value in (1, 1.5, -2.25, 0, "a", [], {}, None, True):
+        text = json.dumps(value)
+        assert program.accepts(text.encode()) == check.is_valid(value), (negated, text)
+
+
+@pytest.mark.parametrize("names", [{"enum": ["a", "b"]}, {"anyOf": [{"const": "a"}, {"maxLength": 0}]},
+                                   {"$ref": "#/$defs/n"}, {"not": {"const": "b"}}])
+def test_declared_and_required_keys_are_held_to_property_names(names):
+    """A declared or required key outside propertyNames cannot be written: its enum, applicators and
+    `$ref` count (only its own keywords did, so a required `c` passed `enum: [a, b]`)."""
+    objects = [{}, {"a": 1}, {"b": 1}, {"c": 1}, {"a": 1, "b": 2}, {"a": 1, "c": 2}, {"": 0}]
+    for schema in ({"properties": {"a": {"type": "integer"}, "b": {}}, "propertyNames": names},
+                   {"required": ["c"], "propertyNames": names}, {"required": ["a"], "properties": {"b": {}}, "propertyNames": names}):
+        schema = {**schema, "$defs": {"n": {"enum": ["a"]}}}
+        assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
+
+
 def _agrees_but_for(grammar, check, texts, loose):
     """Each text: the grammar accepts it iff jsonschema does, except the `loose` ones, which the
     grammar accepts and the check (kvx's jsonschema pass on every record) refuses."""
@@ -374,6 +409,15 @@ def test_keys_that_require_the_same_names_are_one_choice(kw):
              '{"k1":1,"k2":2}', '{"a":1}', '{"a":1,"b":2}', '{"k5":1,"daemon":1,"a":1}', '{"k5":1,"daemon":1,"a":1,"b":1}']
     for text in texts:
         assert grammar.accepts_text(text) == check.is_valid(json.loads(text)), text
+
+
+def test_a_key_that_requires_itself_is_one_key():
+    """`dependentRequired: {b: [b, a]}` listed `b` twice among the names to write, so no object with
+    `b` passed; a name listed twice is one key. Agrees with jsonschema in every key order."""
+    objects = [{}, {"b": 1}, {"a": 1}, {"a": 1, "b": 2}, {"c": 1, "b": 2}]
+    for deps in (["b"], ["b", "a"], ["a", "b", "a"]):
+        for schema in ({"dependentRequired": {"b": deps}}, {"properties": {"b": {}}, "dependentRequired": {"b": deps}}):
+            assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
 
 
 def test_a_ref_inside_a_group_of_definitions_takes_the_root_id_as_base():

@@ -163,6 +163,8 @@ def is_prefix_char(x: CDFA) -> bool:
 
 def repeat_char(x: CDFA, lo: int, hi: int | None, max_states: int) -> CDFA | None:
     """x{lo,hi} for a prefix-code x with one accepting state, as counter copies (numpy)."""
+    if hi == 0:  # the empty word alone (`maxLength: 0` beside a pattern)
+        return CDFA(np.full((1, x.trans.shape[1]), -1, dtype=np.int32), np.array([True]), 0, x.cob)
     (final,) = np.flatnonzero(x.accepting)
     inner = np.array([q for q in range(x.num_states) if q != final], dtype=np.int64)
     m = len(inner)

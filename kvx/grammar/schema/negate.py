@@ -75,7 +75,8 @@ class Negator:
                 names.add("null")
             if "number" in names:
                 names.add("integer")
-            others = [t for t in TYPES if t not in names and t != "number"]
+            # "number" holds the integers too: it stays among the others unless integers are named
+            others = [t for t in TYPES if t not in names and not (t == "number" and "integer" in names)]
             out = [{"type": others}] if others else []
             if "integer" in names and "number" not in names:
                 out.append({"type": "number", "kvx:fraction": True})

@@ -83,7 +83,7 @@ class ObjectBody(Body):
                 where = self.s.notes.where(p.ptr)
                 raise UnsupportedSchema(f"invalid schema: 'required' must be an array of strings at {where}",
                                         "required", where)
-            order += [k for k in req if k not in order]
+            order += [k for k in dict.fromkeys(req) if k not in order]  # a name listed twice is one key
             required |= set(req)
         position = {k: i for i, k in enumerate(order)}
         order.sort(key=lambda k: (self.rank.get(k, len(self.rank)), position[k]))
@@ -133,9 +133,8 @@ class ObjectBody(Body):
         return False
 
     def _name_ok(self, key: str) -> bool:
-        return all(self.s.scalars.valid(key, f"{p.ptr}/propertyNames", node["propertyNames"])
-                   if isinstance(node.get("propertyNames"), dict) else node.get("propertyNames", True) is not False
-                   for p, node in zip(self.alt, self.nodes) if "propertyNames" in node)
+        """A declared key within every propertyNames (its enum and applicators too)."""
+        return all(self.s.scalars.satisfies(key, node["propertyNames"]) for node in self.nodes if "propertyNames" in node)
 
     # ---- keys nobody declared -----------------------------------------------------------------
     def _silent_about_others(self) -> bool:

@@ -77,6 +77,22 @@ class Scalars:
         return self.notes.where(ptr)
 
     # ---- enum members -----------------------------------------------------------------------
+    def satisfies(self, value, schema) -> bool:
+        """Does `value` satisfy the whole of `schema` (enum, applicators and refs included), as the
+        record check judges it? For a declared key against propertyNames."""
+        import jsonschema
+
+        try:
+            return self._root_validator().evolve(schema=schema).is_valid(value)
+        except jsonschema.exceptions.RefResolutionError:
+            return False
+
+    def _root_validator(self):
+        if self._validator is None:
+            cls = self._validator_class
+            self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+        return self._validator
+
     def valid(self, value, ptr: str, node: dict) -> bool:
         """Does `value` satisfy the piece's own keywords (its applicators are other pieces; enum
         and const members are intersected by the caller)?"""
@@ -88,13 +104,10 @@ class Scalars:
             return True
         validator = self._validators.get(id(node))
         if validator is None:
-            if self._validator is None:
-                cls = self._validator_class
-                self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
             own = {k: v for k, v in node.items() if k not in APPLICATORS and k not in INTERNAL
                    and k not in ("enum", "const")}
             # a piece of applicators alone (`{"$ref": ...}` above a large enum) holds every value
-            checker = self._validator.evolve(schema=own) if own else None
+            checker = self._root_validator().evolve(schema=own) if own else None
             validator = self._validators[id(node)] = (node, checker)
         if validator[1] is None:
             return True

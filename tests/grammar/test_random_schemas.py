@@ -1,0 +1,186 @@
+"""Random schemas mixing every keyword family (applicators, objects, arrays, numbers, strings, enums,
+`$ref` recursion) against jsonschema on random small values. It found three bugs the targeted tests
+had missed: `not: {type: array}` refused 1.5, a required key outside propertyNames' enum was written,
+and `dependentRequired: {b: [b]}` refused every object with `b`.
+
+kvx writes declared keys in one order per object, so a value counts as accepted when some key order
+of it is (program.run follows every order at once, stack set by stack set). A value the grammar
+accepts and jsonschema refuses is excused only where kvx says it leaves a keyword to the record check
+(post_checks) and the value passes once those keywords are taken out. Integral floats (1.0) are left
+out: integers are written canonically (docs/grammar_compiler.md)."""
+from __future__ import annotations
+
+import copy
+import json
+import random
+
+import jsonschema
+import pytest
+
+from kvx.grammar import GrammarOptions, UnsupportedSchema
+from kvx.grammar.schema.compiler import compile_program
+
+NAMES = ["a", "b", "c", "ab"]
+PATTERNS = ["^a", "b$", "^[ab]+$", "c", "^$", "^a.*b$"]
+LEAVES = [True, False, {}, {"type": "integer"}, {"type": "string"}, {"const": 1}, {"enum": [1, "a", None]},
+          {"type": ["null", "boolean"]}, {"minimum": 1}, {"maxLength": 1}, {"type": "array"}, {"type": "object"},
+          {"$ref": "#"}, {"$ref": "#/$defs/d"}, {"const": {"a": 1}}, {"enum": [[1], {"b": "a"}, "ab"]},
+          {"multipleOf": 3}, {"items": False}, {"type": "number", "exclusiveMinimum": 0.5, "maximum": 2},
+          {"pattern": "^(?!a)"}, {"format": "date"},
+          {"oneOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                     {"properties": {"a": {"const": 2}, "b": {}}, "required": ["a", "b"]}]},
+          {"prefixItems": [{"type": "integer"}], "items": {"type": "string"}},
+          {"minContains": 0, "contains": {"const": 1}, "maxContains": 1}]
+SCALARS = [None, True, False, 0, 1, 2, -1, 1.5, 3, 6, 0.5, -0.5, "", "a", "b", "ab", "ba", "c", "aab", "2020-02-29"]
+
+
+def random_schema(rng: random.Random, depth: int):
+    if depth <= 0 or rng.random() < 0.15:
+        return copy.deepcopy(rng.choice(LEAVES))
+    sub = lambda: random_schema(rng, depth - 1)
+    s: dict = {}
+    for family in rng.sample(["type", "object", "array", "number", "string", "applicator", "enum"], rng.randrange(1, 4)):
+        if family == "type":
+            s["type"] = rng.choice(["object", "array", "string", "integer", "number", ["object", "null"],
+                                    ["array", "string"], ["integer", "string"]])
+        elif family == "object":
+            if rng.random() < 0.7:
+                s["properties"] = {n: sub() for n in rng.sample(NAMES, rng.randrange(1, 4))}
+            if rng.random() < 0.4:
+                s["required"] = rng.sample(NAMES, rng.randrange(1, 3))
+            if rng.random() < 0.3:
+                s["additionalProperties"] = sub()
+            if rng.random() < 0.25:
+                s["patternProperties"] = {p: sub() for p in rng.sample(PATTERNS, rng.randrange(1, 3))}
+            if rng.random() < 0.2:
+                s[rng.choice(["minProperties", "maxProperties"])] = rng.randrange(3)
+            if rng.random() < 0.15:
+                s["dependentRequired"] = {rng.choice(NAMES): rng.sample(NAMES, 1)}
+            if rng.random() < 0.1:
+                s["dependentSchemas"] = {rng.choice(NAMES): sub()}
+            if rng.random() < 0.1:
+                s["propertyNames"] = rng.choice([{"maxLength": 1}, {"pattern": rng.choice(PATTERNS)}, {"enum": ["a", "b"]}])
+            if rng.random() < 0.1:
+                s["unevaluatedProperties"] = rng.choice([False, {"type": "integer"}])
+        elif family == "array":
+            if rng.random() < 0.5:
+                s["items"] = sub()
+            if rng.random() < 0.3:
+                s["prefixItems"] = [sub() for _ in range(rng.randrange(1, 3))]
+            if rng.random() < 0.3:
+                s["contains"] = sub()
+                if rng.random() < 0.4:
+                    s[rng.choice(["minContains", "maxContains"])] = rng.randrange(3)
+            if rng.random() < 0.3:
+                s[rng.choice(["minItems", "maxItems"])] = rng.randrange(3)
+            if rng.random() < 0.1:
+                s["uniqueItems"] = True
+            if rng.random() < 0.1:
+                s["unevaluatedItems"] = rng.choice([False, {"type": "integer"}])
+        elif family == "number":
+            for kw in rng.sample(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"], rng.randrange(1, 3)):
+                s[kw] = rng.choice([2, 0.5, 1.5]) if kw == "multipleOf" else rng.choice([-1, 0, 1, 1.5, 2])
+        elif family == "string":
+            for kw in rng.sample(["minLength", "maxLength", "pattern"], rng.randrange(1, 3)):
+                s[kw] = rng.choice(PATTERNS) if kw == "pattern" else rng.randrange(3)
+        elif family == "enum":
+            s["enum"] = rng.sample([1, 2, "a", "ab", None, [], {}, {"a": 1}, [1], 1.5, True], rng.randrange(1, 4))
+        else:
+            kw = rng.choice(["anyOf", "oneOf", "allOf", "not", "if"])
+            if kw == "not":
+                s["not"] = sub()
+            elif kw == "if":
+                s["if"] = sub()
+                if rng.random() < 0.8:
+                    s["then"] = sub()
+                if rng.random() < 0.6:
+                    s["else"] = sub()
+            else:
+                s[kw] = [sub() for _ in range(rng.randrange(1, 4))]
+    return s
+
+
+def random_value(rng: random.Random, depth: int):
+    r = rng.random()
+    if depth <= 0 or r < 0.4:
+        return rng.choice(SCALARS)
+    if r < 0.7:
+        return [random_value(rng, depth - 1) for _ in range(rng.randrange(4))]
+    return {k: random_value(rng, depth - 1) for k in rng.sample(NAMES + ["", "ba", "cb"], rng.randrange(4))}
+
+
+def _text(x) -> bytes:
+    return json.dumps(x, separators=(",", ":")).encode()
+
+
+def _after(program, value, stacks: set) -> set:
+    """The program's stacks after writing `value` from `stacks`, in any key order (the union)."""
+    if not stacks:
+        return stacks
+    if isinstance(value, dict):
+        out: set = set()
+
+        def members(left: frozenset, cur: set, first: bool) -> None:
+            if not cur:
+                return
+            if not left:
+                out.update(program.run(b"}", cur))
+                return
+            for k in left:
+                at = program.run(_text(k) + b":", cur if first else program.run(b",", cur))
+                members(left - {k}, _after(program, value[k], at), False)
+
+        members(frozenset(value), program.run(b"{", stacks), True)
+        return out
+    if isinstance(value, list):
+        cur = program.run(b"[", stacks)
+        for i, item in enumerate(value):
+            cur = _after(program, item, program.run(b",", cur) if i else cur)
+        return program.run(b"]", cur)
+    return program.run(_text(value), stacks)
+
+
+def accepts_in_some_key_order(program, value) -> bool:
+    return any(len(st) == 1 and program.final[st[0]] for st in _after(program, value, {(program.start,)}))
+
+
+def without(schema: dict, pointers: list[str]) -> dict:
+    """The schema without the keywords at `pointers` (those kvx leaves to the record check)."""
+    out = copy.deepcopy(schema)
+    for ptr in sorted(pointers, key=lambda p: -p.count("/")):  # inner ones first: an outer one holds them
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in ptr.split("/")[1:]]
+        node = out
+        for p in parts[:-1]:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        node.pop(parts[-1], None)
+    return out
+
+
+@pytest.mark.parametrize("extra_keys", ["schema", "declared"])
+@pytest.mark.parametrize("seed", range(2))
+def test_random_schemas_agree_with_jsonschema(seed, extra_keys):
+    """"schema" (JSON Schema's open objects): accepted iff valid. "declared" (what `kvx extract`
+    compiles: no undeclared keys) is stricter on purpose, so only: accepted => valid or post-checked."""
+    cls = jsonschema.Draft202012Validator
+    compiled = 0
+    for i in range(40):
+        rng = random.Random(seed * 1_000_003 + i)
+        schema = random_schema(rng, 3)
+        schema = {"allOf": [schema]} if not isinstance(schema, dict) else schema
+        schema["$defs"] = {"d": random_schema(rng, 2)}
+        try:
+            result = compile_program(schema, GrammarOptions(extra_keys=extra_keys))
+        except UnsupportedSchema:
+            continue
+        compiled += 1
+        check = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        for _ in range(25):
+            value = random_value(rng, 3)
+            accepted, valid = accepts_in_some_key_order(result.program, value), check.is_valid(value)
+            if accepted and not valid:
+                assert result.post_checks, ("invalid accepted", schema, value)
+                loosened = cls(without(schema, result.post_checks), format_checker=cls.FORMAT_CHECKER)
+                assert loosened.is_valid(value), ("invalid accepted beyond the post-checks", schema, value)
+            if extra_keys == "schema":
+                assert accepted or not valid, ("valid rejected", schema, value)
+    assert compiled >= 25
