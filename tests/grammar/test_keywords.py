@@ -121,6 +121,45 @@ def test_negated_array_keywords_match_jsonschema(negated):
             assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
 
 
+@pytest.mark.parametrize("negated", [{"multipleOf": 3}, {"multipleOf": 2, "minimum": 0}, {"multipleOf": 4.0},
+                                     {"type": "integer", "multipleOf": 5}])
+def test_negated_whole_multiple_of_matches_jsonschema(negated):
+    """`not multipleOf: 3` is every number off the multiples: the fractions, and the integers with a
+    remainder; a multiple written with a zero fraction (6.0, -0.0) is a multiple too. Alone, under
+    `if` and beside an integer type; a fractional multipleOf (post-checked) stays refused."""
+    values = [0, 1, 2, 3, 4, 6, 9, 12, 100, -3, -4, 1.5, 4.5, -0.5, "a", None, [], {}]
+    for schema in ({"not": negated}, {"type": "integer", "not": negated},
+                   {"if": negated, "then": {"maximum": 3}, "else": {"minimum": 2}}):
+        program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+        check = jsonschema.Draft202012Validator(schema)
+        for text in [json.dumps(v) for v in values]:
+            assert program.accepts(text.encode()) == check.is_valid(json.loads(text)), (schema, text)
+        for text in ("6.0", "4.00", "-0.0", "7.0"):  # whole numbers are written as integers (valid ones
+            # may be refused, the suite's "integral float" exception), but none invalid gets through
+            assert not program.accepts(text.encode()) or check.is_valid(json.loads(text)), (schema, text)
+    assert compile_program({"not": {"multipleOf": 3}}).program.accepts(b"7.0")  # off the multiples: written
+    with pytest.raises(UnsupportedSchema, match="negating 'multipleOf'"):
+        compile_program({"not": {"multipleOf": 0.5}})
+
+
+@pytest.mark.parametrize("schema", [
+    {"not": {"dependentRequired": {"a": ["b", "c"], "b": ["b"]}}},
+    {"not": {"dependentSchemas": {"a": {"required": ["c"]}, "b": {"maxProperties": 1}}}},
+    {"if": {"dependentRequired": {"a": ["b"]}}, "then": {"required": ["c"]}},
+    {"$schema": "http://json-schema.org/draft-07/schema#", "not": {"dependencies": {"a": ["b"], "c": {"required": ["a"]}}}}])
+def test_negated_dependencies_match_jsonschema(schema):
+    """Not a dependency: some key is there with one of the names it needs missing, or with its schema
+    failing. Every object of up to three of the keys a, b, c (in every key order)."""
+    keys = ["a", "b", "c"]
+    objects = [dict.fromkeys(c, 1) for n in range(4) for c in itertools.combinations(keys, n)] + [1, "a"]
+    check = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    for value in objects:
+        orders = [dict(p) for p in itertools.permutations(value.items())] if isinstance(value, dict) else [value]
+        accepted = any(program.accepts(json.dumps(o, separators=(",", ":")).encode()) for o in orders)
+        assert accepted == check.is_valid(value), (schema, value)
+
+
 def _first_disagreement(schema, instances, reordered_ok: bool = False):
     """The first instance kvx's grammar and jsonschema judge differently, or None. `reordered_ok`:
     a valid two-key object the grammar takes in the other key order agrees (declared keys come in

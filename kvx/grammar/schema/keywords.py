@@ -23,7 +23,8 @@ POST_CHECKED = {"uniqueItems"}  # the automaton over-approximates; jsonschema ch
 # states, past the cap), and a record ends within --max-tokens (256 by default) long before it
 LONG_COUNT = 1024
 # what negations are written with (kvx/grammar/schema/negate.py); never in a user's schema
-INTERNAL = {"kvx:ref", "kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction"}
+INTERNAL = {"kvx:ref", "kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction",
+            "kvx:notMultipleOf"}
 UNSUPPORTED = {"$dynamicRef", "$recursiveRef"}
 
 

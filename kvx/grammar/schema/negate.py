@@ -5,17 +5,26 @@ holds for every string, so `not minimum: 3` is a number below 3).
 
 The result uses ordinary keywords plus a few internal ones the compiler alone reads: `kvx:exclude`
 (values), `kvx:absent` (keys), `kvx:notPattern`, `kvx:notFormat`, `kvx:fraction` (a number that is
-not an integer) and `kvx:ref` (a pointer, for a schema already in the document). Forms it cannot
-write raise UnsupportedSchema naming `not` and the keyword.
+not an integer), `kvx:notMultipleOf` (a number off the multiples of a whole number) and `kvx:ref` (a
+pointer, for a schema already in the document). Forms it cannot write raise UnsupportedSchema naming
+`not` and the keyword.
 """
 from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.schema.keywords import META, TYPES
+from kvx.grammar.schema.keywords import INTERNAL, META, TYPES
 from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
 from kvx.grammar.schema.scalars import count_keyword
 
 MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
+# the dependency keywords jsonschema reads in a dialect (LEGACY or not); the other spelling stays refused
+DEPENDENCIES = {True: ("dependencies",), False: ("dependentRequired", "dependentSchemas")}
+
+
+def _integral(value) -> bool:
+    """A whole multipleOf: its multiples are exact in jsonschema's arithmetic too (a fractional one is
+    post-checked, so its negation cannot be written)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 and float(value).is_integer()
 
 
 class Negator:
@@ -121,7 +130,7 @@ class Negator:
             other = ([{"kvx:ref": self.negate(sub, depth + 1)}, {"kvx:ref": self.negate(f"{ptr}/else", depth + 1)}]
                      if "else" in node else None)
             return [{"allOf": b} for b in (then, other) if b is not None]
-        if kw in ("kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction"):
+        if kw in INTERNAL:
             self._refuse(ptr, kw)
         if kw in ("uniqueItems",) and value is False:
             return []
@@ -135,11 +144,26 @@ class Negator:
             return [{"type": "array", "minItems": i + 1,
                      "prefixItems": [True] * i + [{"kvx:ref": self.negate(f"{sub}/{i}", depth + 1)}]}
                     for i in range(len(value))]  # item i is there and fails its schema
+        if kw == "multipleOf" and _integral(value):  # a fraction, or an integer off the multiples
+            return [{"type": "number", "kvx:notMultipleOf": [value]}]
+        if kw in DEPENDENCIES[self.doc.dialect in LEGACY] and isinstance(value, dict):
+            return self._dependencies(sub, value, depth)
         if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf",
                   "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
                   "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef"):
             self._refuse(ptr, kw)
         return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere
+
+    def _dependencies(self, sub: str, deps: dict, depth: int) -> list:
+        """Some key is there without what it needs: one of its names missing, or its schema failing."""
+        out: list = []
+        for key, dep in deps.items():
+            if isinstance(dep, list):
+                out += [{"type": "object", "required": [key], "kvx:absent": [name]} for name in dep if name != key]
+            else:
+                out.append({"type": "object", "required": [key],
+                            "kvx:ref": self.negate(f"{sub}/{escape(key)}", depth + 1)})
+        return out
 
     def _contains(self, ptr: str, node: dict, depth: int) -> list:
         """An array whose count of items matching `contains` is below minContains (default 1) or

@@ -121,7 +121,10 @@ class Scalars:
             return False
         if isinstance(value, dict) and any(k in value for k in node.get("kvx:absent", [])):
             return False
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and node.get("kvx:fraction"):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and any(float(value).is_integer() and int(value) % int(m) == 0 for m in node.get("kvx:notMultipleOf", [])):
+            return False
+        if number and node.get("kvx:fraction"):
             return not float(value).is_integer()
         if isinstance(value, str) and ("kvx:notPattern" in node or "kvx:notFormat" in node):
             body = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
@@ -138,7 +141,7 @@ class Scalars:
     # ---- numbers ----------------------------------------------------------------------------
     def number(self, pieces: list, integer: bool) -> ra.Node:
         lo = hi = None  # (Decimal, strict)
-        multiples, excluded, fraction = [], [], False
+        multiples, excluded, fraction, off = [], [], False, []  # off: whole multipleOf the value must miss
         for ptr, node in pieces:
             for kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
                 bound = self._bound(node, kw, ptr)
@@ -154,6 +157,7 @@ class Scalars:
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, (int, float))
                          and not isinstance(v, bool)]
             fraction |= bool(node.get("kvx:fraction"))
+            off += [int(m) for m in node.get("kvx:notMultipleOf", [])]
         if integer:
             if fraction:
                 return ra.NOTHING
@@ -162,11 +166,11 @@ class Scalars:
             if a is not None and b is not None and a > b:
                 return ra.NOTHING
             base = numbers.int_range(a, b)
-            if not multiples and not excluded:
+            if not multiples and not excluded and not off:
                 return base
             langs = [fast_compile(base, self.max_states)] + [m for m, _ in multiples]
         else:
-            if lo is None and hi is None and not multiples and not excluded and not fraction:
+            if lo is None and hi is None and not multiples and not excluded and not fraction and not off:
                 return numbers.ANY_NUMBER
             langs = [m for m, _ in multiples]
             if lo is not None:
@@ -178,6 +182,7 @@ class Scalars:
             if not langs:
                 langs.append(fast_compile(PLAIN_NUMBER, self.max_states))
         minus = [fast_compile(ra.alt(*(number_spellings(v) for v in excluded)))] if excluded else []
+        minus += [self._whole_multiples(m, integer) for m in dict.fromkeys(off)]
         return self.combine(langs, minus)
 
     def _bound(self, node: dict, kw: str, ptr: str):
@@ -206,6 +211,15 @@ class Scalars:
         except TooLarge:
             deadline.check()  # a passed deadline is said as such (it is the one limit the user may raise)
             raise too_large(self.where(ptr), f"multipleOf {m}", "multipleOf") from None
+
+    def _whole_multiples(self, m: int, integer: bool):
+        """Every spelling of the multiples of a whole m: canonical integers and, among numbers, the
+        same with a zero fraction (6.0 is a multiple of 3 to jsonschema; -0.0 too)."""
+        ints = numbers.multiple_of(Decimal(m), True, self.max_states)
+        if integer:
+            return ints
+        zeros = ra.opt(ra.seq(ra.lit("."), ra.plus(ra.lit("0"))))
+        return fast_compile(ra.seq(ra.alt(ra.Embed(ints), ra.lit("-0")), zeros), self.max_states)
 
     def combine(self, dfas: list, minus: list = ()) -> ra.Node:
         """The intersection of `dfas` without the words of `minus`, as an embedded DFA."""
