@@ -160,6 +160,40 @@ def test_negated_dependencies_match_jsonschema(schema):
         assert accepted == check.is_valid(value), (schema, value)
 
 
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
+    {"type": "array", "items": {"enum": ["a", "b", 1, None, True]}, "uniqueItems": True, "minItems": 1, "maxItems": 2},
+    {"type": "array", "items": {"anyOf": [{"const": "x"}, {"enum": [1, 2]}]}, "uniqueItems": True, "minItems": 3},
+    {"items": {"$ref": "#/$defs/t"}, "uniqueItems": True, "$defs": {"t": {"type": "string", "enum": ["a", "b", 1]}}}])
+def test_unique_items_of_a_few_enum_values_are_enforced(schema):
+    """uniqueItems over an enum of at most six scalars (tags) is written exactly: no value twice, as
+    jsonschema judges it on every array of up to four of the values (and some outside them)."""
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.Draft202012Validator(schema)
+    values = ["a", "b", "c", 1, 2, None, True, "x"]
+    for n in range(5):
+        for items in itertools.product(values, repeat=n):
+            text = json.dumps(list(items), separators=(",", ":"))
+            assert program.accepts(text.encode()) == check.is_valid(list(items)), (schema, text)
+
+
+@pytest.mark.parametrize("schema", [
+    {"oneOf": [{"prefixItems": [{"type": "integer"}]}, {"type": "string"}], "unevaluatedItems": False,
+     "enum": [[1], [1, 2], "a", [], True]},
+    {"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": False, "enum": [{"a": 1}, {"a": 1, "b": 2}, {}, 1]},
+    {"anyOf": [{"prefixItems": [True, True]}, {"items": {"type": "string"}}], "unevaluatedItems": False,
+     "const": [1, 2]}])
+def test_enum_members_under_unevaluated_keywords_match_jsonschema(schema):
+    """An enum member is kept if every piece of its alternative allows it; a piece with unevaluated*
+    is judged with its applicators (`[1]` is evaluated by a oneOf branch's prefixItems, so
+    `unevaluatedItems: false` beside it allows it: it was dropped, a valid record refused)."""
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.Draft202012Validator(schema)
+    for value in [[1], [1, 2], "a", [], True, {"a": 1}, {"a": 1, "b": 2}, {}, 1]:
+        text = json.dumps(value, separators=(",", ":"))
+        assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
+
+
 def _first_disagreement(schema, instances, reordered_ok: bool = False):
     """The first instance kvx's grammar and jsonschema judge differently, or None. `reordered_ok`:
     a valid two-key object the grammar takes in the other key order agrees (declared keys come in

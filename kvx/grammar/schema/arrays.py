@@ -5,7 +5,9 @@ Position i's element obeys every piece's prefixItems[i] (draft <= 2019: items[i]
 evaluates index i. `contains` counts: an element either matches the contains schema (counted) or not
 (only where maxContains needs the distinction, by its negation); min/maxContains bound the count.
 Node (i, c) of the element graph: i elements written (i stops where the positions become alike),
-c counted. uniqueItems is left to the check after generation (kvx/grammar/schema/keywords.py).
+c counted. uniqueItems is left to the check after generation (kvx/grammar/schema/keywords.py), except
+where every element is one of a few scalars (an enum of tags): the nodes are then the sets of values
+written, so none repeats.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.containers import Body
 from kvx.grammar.schema.keywords import LONG_COUNT
 from kvx.grammar.schema.scalars import count_keyword
+
+MAX_UNIQUE_VALUES = 6  # uniqueItems over this many enum values stays post-checked (2^n sets written)
 
 
 class ArrayBody(Body):
@@ -87,6 +91,10 @@ class ArrayBody(Body):
         if c_hi is not None and c_hi < c_lo:
             return ra.NOTHING
         c_top = c_hi if c_hi is not None else c_lo
+        if contains is None and known == 0 and any(node.get("uniqueItems") is True for node in self.nodes):
+            unique = self._unique(lo, hi)
+            if unique is not None:
+                return unique
         positions = hi if hi is not None else max(known, lo, 1)  # i == positions: the loop (if unbounded)
         options = {}  # index -> [(element value, counted)]
         for index in range(min(positions, known) + 1):
@@ -105,6 +113,25 @@ class ArrayBody(Body):
         finals = tuple(node(i, c) for i in range(lo, positions + 1) for c in range(c_lo, c_top + 1))
         body = ra.Graph((positions + 1) * (c_top + 1), tuple(edges), finals)
         return ra.seq(ra.lit("["), ws, body, ra.lit("]"))
+
+    def _unique(self, lo: int, hi: int | None) -> ra.Node | None:
+        """uniqueItems where every element is one of a few scalars: node = the set of values written
+        (a bit each), so none is written twice; None where the elements are not such a list."""
+        base, waivable = self._element(0)
+        if waivable:
+            return None
+        values = self.s.finite_scalars(tuple(base))
+        if values is None or len(values) > MAX_UNIQUE_VALUES:
+            return None
+        top = len(values) if hi is None else min(hi, len(values))
+        if lo > top:
+            return ra.NOTHING
+        ws, sep = self.s.ws, ra.seq(ra.lit(","), self.s.ws)
+        edges = [(seen, seen | 1 << k, ra.seq(sep if seen else ra.EMPTY, ra.lit(v), ws))
+                 for seen in range(1 << len(values)) if seen.bit_count() < top
+                 for k, v in enumerate(values) if not seen >> k & 1]
+        finals = tuple(seen for seen in range(1 << len(values)) if lo <= seen.bit_count() <= top)
+        return ra.seq(ra.lit("["), ws, ra.Graph(1 << len(values), tuple(edges), finals), ra.lit("]"))
 
     def _options(self, index: int, contains) -> list[tuple[ra.Node, int]]:
         base, waivable = self._element(index)

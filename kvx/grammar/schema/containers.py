@@ -32,6 +32,8 @@ class Slots(Protocol):
 
     def negation(self, ptr: str) -> str: ...
 
+    def finite_scalars(self, pointers: tuple) -> tuple[str, ...] | None: ...
+
 
 def scopes(alt: Alternative) -> list[list[int]]:
     """For each piece, the pieces whose annotations it sees (itself and those reached through it,

@@ -184,15 +184,7 @@ class RuleBuilder:
         for ptr, node in pieces:
             if "type" in node:
                 types &= self._types(node, ptr)
-        values = None
-        for ptr, node in pieces:
-            for kw in ("enum", "const"):
-                if kw in node:
-                    vals = [node["const"]] if kw == "const" else node["enum"]
-                    if not isinstance(vals, list):
-                        where = self.notes.where(ptr)
-                        raise UnsupportedSchema(f"invalid schema: 'enum' must be an array at {where}", "enum", where)
-                    values = vals if values is None else [v for v in values if any(json_equal(v, w) for w in vals)]
+        values = self._listed(pieces)
         if values is not None:
             return self._enum(values, pieces), set(), None
         self._check_exclusions(pieces, types)
@@ -220,14 +212,46 @@ class RuleBuilder:
             out.add("null")
         return out
 
-    def _enum(self, values: list, pieces: list) -> ra.Node:
-        kept = tuple(dict.fromkeys(dumps(v) for v in values))  # one spelling per JSON value
+    def _listed(self, pieces: list) -> list | None:
+        """The values every enum/const of the pieces lists (None: no piece lists any)."""
+        values = None
+        for ptr, node in pieces:
+            for kw in ("enum", "const"):
+                if kw in node:
+                    vals = [node["const"]] if kw == "const" else node["enum"]
+                    if not isinstance(vals, list):
+                        where = self.notes.where(ptr)
+                        raise UnsupportedSchema(f"invalid schema: 'enum' must be an array at {where}", "enum", where)
+                    values = vals if values is None else [v for v in values if any(json_equal(v, w) for w in vals)]
+        return values
+
+    def _kept(self, values: list, pieces: list) -> tuple[str, ...]:
+        """Spellings of the listed values every piece allows, one per JSON value."""
+        kept = tuple(dict.fromkeys(dumps(v) for v in values))
         for ptr, node in pieces:  # the members each piece allows, kept per piece and member list
             key = (ptr, kept)
             hit = self._members.get(key)
             if hit is None:
                 hit = self._members[key] = tuple(t for t in kept if self.scalars.valid(json.loads(t), ptr, node))
             kept = hit
+        return kept
+
+    def finite_scalars(self, pointers: tuple) -> tuple[str, ...] | None:
+        """Spellings of every value allowed under all of `pointers` when they are a list of scalars
+        (each alternative an enum/const of strings, numbers, booleans or null), else None."""
+        out: dict[str, None] = {}
+        for alt in self.alternatives(pointers):
+            pieces = [(p.ptr, self.doc.at(p.ptr)) for p in alt]
+            for ptr, node in pieces:
+                self.notes.check_keywords(ptr, node)
+            values = self._listed(pieces)
+            if values is None or any(isinstance(v, (dict, list)) for v in values):
+                return None
+            out.update(dict.fromkeys(self._kept(values, pieces)))
+        return tuple(out)
+
+    def _enum(self, values: list, pieces: list) -> ra.Node:
+        kept = self._kept(values, pieces)
         if len(kept) <= 2:
             return ra.alt(*(ra.lit(t) for t in kept))
         return ra.Embed(literal_set([t.encode("utf-8") for t in kept]))

@@ -95,7 +95,9 @@ class Scalars:
 
     def valid(self, value, ptr: str, node: dict) -> bool:
         """Does `value` satisfy the piece's own keywords (its applicators are other pieces; enum
-        and const members are intersected by the caller)?"""
+        and const members are intersected by the caller)? A piece with unevaluated* is judged whole:
+        what its own keywords leave unevaluated depends on what its applicators evaluate (an enum
+        member `[1]` under `unevaluatedItems: false` beside a oneOf branch's prefixItems)."""
         import jsonschema
 
         if not self._internal_ok(value, node):
@@ -104,8 +106,9 @@ class Scalars:
             return True
         validator = self._validators.get(id(node))
         if validator is None:
-            own = {k: v for k, v in node.items() if k not in APPLICATORS and k not in INTERNAL
-                   and k not in ("enum", "const")}
+            whole = "unevaluatedItems" in node or "unevaluatedProperties" in node
+            own = {k: v for k, v in node.items() if k not in INTERNAL and k not in ("enum", "const")
+                   and (whole or k not in APPLICATORS)}
             # a piece of applicators alone (`{"$ref": ...}` above a large enum) holds every value
             checker = self._root_validator().evolve(schema=own) if own else None
             validator = self._validators[id(node)] = (node, checker)
