@@ -93,7 +93,7 @@ def test_post_checks_are_named():
 
 
 def test_unsupported_stays_refused_with_keyword_and_pointer():
-    cases = {"/properties/a/not": {"properties": {"a": {"not": {"patternProperties": {"x": {"type": "string"}}}}}},
+    cases = {"/properties/a/not": {"properties": {"a": {"not": {"propertyNames": {"maxLength": 2}}}}},
              "/properties/b": {"properties": {"b": {"$dynamicRef": "#x"}},  # x carried twice: dynamic
                                "$defs": {"one": {"$dynamicAnchor": "x"}, "two": {"$id": "two", "$dynamicAnchor": "x"}}}}
     for pointer, schema in cases.items():
@@ -192,6 +192,25 @@ def test_enum_members_under_unevaluated_keywords_match_jsonschema(schema):
     for value in [[1], [1, 2], "a", [], True, {"a": 1}, {"a": 1, "b": 2}, {}, 1]:
         text = json.dumps(value, separators=(",", ":"))
         assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
+
+
+@pytest.mark.parametrize("schema", [
+    {"not": {"patternProperties": {"^a": {"type": "integer"}}}},
+    {"not": {"properties": {"a": {}}, "additionalProperties": {"type": "integer"}}},
+    {"not": {"properties": {"a": {"type": "string"}}, "patternProperties": {"b$": {"type": "string"}}, "additionalProperties": False}},
+    {"properties": {"a": {"type": "integer"}}, "not": {"patternProperties": {"^a": {"type": "string"}}}},
+    {"enum": [{"a": 1}, {"a": "x"}, {"b": 1}, {}], "not": {"patternProperties": {"^a": {"type": "integer"}}}},
+    # OpenAPI 3.1's responses: `default`, or at least one status code
+    {"type": "object", "properties": {"default": {}}, "patternProperties": {"^[1-5](?:[0-9]{2}|XX)$": {"type": "integer"}},
+     "if": {"patternProperties": {"^[1-5](?:[0-9]{2}|XX)$": False}}, "then": {"required": ["default"]}}])
+def test_negated_key_schemas_ask_for_one_failing_member(schema):
+    """`not` of patternProperties / additionalProperties: some member whose key is in the region (a
+    pattern's, or neither declared nor matching a pattern) has a value failing its schema; the object
+    writes such a member at least once, declared or not. Every object of up to two of a few keys."""
+    names = ["a", "b", "ab", "c", "default", "200", "4XX"]
+    objects = [{}, 1, "s"] + [{k: v} for k in names for v in (1, "x")]
+    objects += [{k1: 1, k2: "x"} for k1, k2 in itertools.permutations(names, 2)]
+    assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
 
 
 def _first_disagreement(schema, instances, reordered_ok: bool = False):

@@ -24,7 +24,7 @@ POST_CHECKED = {"uniqueItems"}  # the automaton over-approximates; jsonschema ch
 LONG_COUNT = 1024
 # what negations are written with (kvx/grammar/schema/negate.py); never in a user's schema
 INTERNAL = {"kvx:ref", "kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction",
-            "kvx:notMultipleOf"}
+            "kvx:notMultipleOf", "kvx:someKey"}
 UNSUPPORTED = {"$dynamicRef", "$recursiveRef"}
 
 

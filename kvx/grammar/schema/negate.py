@@ -5,8 +5,9 @@ holds for every string, so `not minimum: 3` is a number below 3).
 
 The result uses ordinary keywords plus a few internal ones the compiler alone reads: `kvx:exclude`
 (values), `kvx:absent` (keys), `kvx:notPattern`, `kvx:notFormat`, `kvx:fraction` (a number that is
-not an integer), `kvx:notMultipleOf` (a number off the multiples of a whole number) and `kvx:ref` (a
-pointer, for a schema already in the document). Forms it cannot write raise UnsupportedSchema naming
+not an integer), `kvx:notMultipleOf` (a number off the multiples of a whole number), `kvx:someKey` (a
+member whose key is in a pattern's or additionalProperties' region and whose value fails its schema)
+and `kvx:ref` (a pointer, for a schema already in the document). Forms it cannot write raise UnsupportedSchema naming
 `not` and the keyword.
 """
 from __future__ import annotations
@@ -96,16 +97,18 @@ class Negator:
             return [{"kvx:exclude": value if kw == "enum" else [value]}]
         if kw == "required":
             return [{"type": "object", "kvx:absent": [r]} for r in value]
-        if kw == "properties":
-            if node.get("additionalProperties", True) is not True or "patternProperties" in node:
-                self._refuse(ptr, "additionalProperties")
+        if kw == "properties":  # the key is there, its value failing
             return [{"type": "object", "required": [k],
                      "properties": {k: {"kvx:ref": self.negate(f"{sub}/{escape(k)}", depth + 1)}}}
                     for k in value]
-        if kw in ("additionalProperties", "patternProperties"):
+        if kw == "patternProperties" and isinstance(value, dict):  # a key matching it, its value failing
+            return [self._some_key({"pattern": pat}, f"{sub}/{escape(pat)}", depth)
+                    for pat, schema in value.items() if schema is not True and schema != {}]
+        if kw == "additionalProperties":  # a key neither declared nor matching a pattern, its value failing
             if value is True or value == {}:
                 return []
-            self._refuse(ptr, kw)
+            return [self._some_key({"except": list(node.get("properties", {})),
+                                    "exceptPatterns": list(node.get("patternProperties", {}))}, sub, depth)]
         if kw in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             return [self._bound(node, kw, value)]
         if kw in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
@@ -153,6 +156,11 @@ class Negator:
                   "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef"):
             self._refuse(ptr, kw)
         return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere
+
+    def _some_key(self, keys: dict, sub: str, depth: int) -> dict:
+        """An object with a key of `keys` (a pattern, or all but some names and patterns) whose value
+        fails the schema at `sub` (objects.py writes that member at least once)."""
+        return {"type": "object", "kvx:someKey": {**keys, "fails": sub, "value": self.negate(sub, depth + 1)}}
 
     def _dependencies(self, sub: str, deps: dict, depth: int) -> list:
         """Some key is there without what it needs: one of its names missing, or its schema failing."""

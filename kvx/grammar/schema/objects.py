@@ -38,6 +38,9 @@ class ObjectBody(Body):
         absent = {k for node in self.nodes for k in node.get("kvx:absent", [])}
         declared = {k for node in self.nodes for k in node.get("properties", {})}
         loose_keys = [k for k in order if k not in declared] if len(order) - len(declared) <= MAX_LOOSE else []
+        witness = self._witness()
+        if witness is not None and witness[0] is None:  # a member no key can be
+            return ra.NOTHING
         members, loose = [], []
         for key in order:
             member = self._member(key, absent)
@@ -45,7 +48,8 @@ class ObjectBody(Body):
                 if key in required:
                     return ra.NOTHING
                 continue
-            (loose if key in loose_keys else members).append((member, key in required))
+            shown = self._member(key, absent, witness) if witness and self._in(witness[0], key) else None
+            (loose if key in loose_keys else members).append((member, key in required, shown))
         lo, hi = 0, None
         for p, node in zip(self.alt, self.nodes):
             where = self.s.notes.where(p.ptr)
@@ -54,15 +58,44 @@ class ObjectBody(Body):
             hi = m if hi is None or (m is not None and m < hi) else hi
         # where only other keys could reach minProperties, they stay whatever --extra-keys says
         closed = self.s.opt.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
-        extra = self._extra(tuple(order) + tuple(sorted(absent - set(order))), closed)
+        names = tuple(order) + tuple(sorted(absent - set(order)))
+        extra = self._extra(names, closed)
+        shown_extra = self._extra(names, closed, witness) if witness else None
         if closed:  # named by the piece that declares the keys (a $ref's target, not the referrer)
             self.s.notes.closed_object(next(p.ptr for p, node in zip(self.alt, self.nodes) if self._declares(node)))
-        graph = members_graph(members, extra, [m for m, _ in loose], lo, hi, self.s.ws)
+        graph = members_graph(members, (extra, shown_extra), [(m, shown) for m, _, shown in loose], lo, hi,
+                              self.s.ws, witness is not None)
         return ra.seq(ra.lit("{"), self.s.ws, graph, ra.lit("}"))
 
-    def _member(self, key: str, absent: set) -> ra.Node | None:
+    def _witness(self) -> tuple[DFA | None, str] | None:
+        """(key bodies, pointer of the failing value) of the member a negated patternProperties or
+        additionalProperties asks for (`kvx:someKey`: at least one such member), or None."""
+        asks = [(p, node["kvx:someKey"]) for p, node in zip(self.alt, self.nodes) if "kvx:someKey" in node]
+        if not asks:
+            return None
+        if len(asks) > 1:
+            where = self.s.notes.where(asks[1][0].ptr)
+            raise UnsupportedSchema(f"unsupported keyword 'not' at {where} (two negated key schemas on one object)",
+                                    "not", where)
+        p, spec = asks[0]
+        max_states = self.s.scalars.max_states
+        if "pattern" in spec:
+            return self.s.scalars._pattern(spec["pattern"], f"{p.ptr}/patternProperties"), spec["value"]
+        keys = any_key_body()
+        for pat in spec["exceptPatterns"]:
+            d = self.s.scalars._pattern(pat, f"{p.ptr}/patternProperties")
+            keys = keys if d is None or keys is None else product(keys, d, "minus", max_states)
+        return _minus_names(keys, tuple(spec["except"]), max_states), spec["value"]
+
+    @staticmethod
+    def _in(keys: DFA, key: str) -> bool:
+        return keys.accepts(dumps(key)[1:-1].encode("utf-8"))
+
+    def _member(self, key: str, absent: set, witness: tuple | None = None) -> ra.Node | None:
+        """The member of declared `key`; with `witness`, its value also failing the negated schema."""
+        more = (witness[1],) if witness else ()
         value = ra.NOTHING if key in absent or not self._name_ok(key) else \
-            self.s.value(self._key_schemas(key), self.s.member_context(self.context, key=key))
+            self.s.value(self._key_schemas(key) + more, self.s.member_context(self.context, key=key))
         if ra.is_nothing(value):
             return None
         ws = self.s.ws
@@ -146,12 +179,17 @@ class ObjectBody(Body):
     def _declares(node: dict) -> bool:
         return bool(node.get("properties") or node.get("patternProperties"))
 
-    def _extra(self, declared: tuple, closed: bool) -> ra.Node | None:
-        """Members of undeclared keys, by the patterns they match; `closed`: none matching no pattern."""
+    def _extra(self, declared: tuple, closed: bool, witness: tuple | None = None) -> ra.Node | None:
+        """Members of undeclared keys, by the patterns they match; `closed`: none matching no pattern;
+        with `witness`, only those of its keys, their values also failing its schema."""
         patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
         regions = []
         for chosen, keys in self._key_regions(patterns):
-            member = None if closed and not chosen else self._region(chosen, keys, declared)
+            if witness is not None:
+                keys = product(keys, witness[0], "and", self.s.scalars.max_states)
+                if keys is None:
+                    continue
+            member = None if closed and not chosen else self._region(chosen, keys, declared, witness)
             if member is not None:
                 regions.append(member)
         return ra.alt(*regions) if regions else None
@@ -178,9 +216,9 @@ class ObjectBody(Body):
         rank = {pat: i for i, pat in enumerate(patterns)}  # by size, then pattern order: as combinations come
         return sorted(regions, key=lambda region: (len(region[0]), sorted(rank[p] for p in region[0])))
 
-    def _region(self, chosen: frozenset, keys: DFA, declared: tuple) -> ra.Node | None:
+    def _region(self, chosen: frozenset, keys: DFA, declared: tuple, witness: tuple | None = None) -> ra.Node | None:
         """The member of keys matching exactly the patterns in `chosen` (None if there is none)."""
-        ptrs = []
+        ptrs = [witness[1]] if witness else []
         for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
             mine = [pat for pat in self._patterns(i) if pat in chosen]
             if mine:
@@ -279,19 +317,24 @@ def _minus_names(body, names: tuple, max_states: int):
     return hit
 
 
-def members_graph(members: list, extra, loose: list, lo: int, hi: int | None, ws: ra.Node) -> ra.Node:
+def members_graph(members: list, extras: tuple, loose: list, lo: int, hi: int | None, ws: ra.Node,
+                  witnessed: bool = False) -> ra.Node:
     """Declared members in order (optional ones skippable), then the `loose` members (required, each
     once, any order) mixed with any number of extras; commas only between written members; lo..hi
-    members in all. Nodes: ("at", i, c) before declared member i with c written (c stops at the
-    largest count that matters), ("x", c, S) among the extras with the loose members S written;
-    a join node per (member, count) so each member's automaton appears once per count."""
+    members in all. Nodes: ("at", i, c, w) before declared member i with c written (c stops at the
+    largest count that matters), ("x", c, S, w) among the extras with the loose members S written;
+    a join node per (member, count) so each member's automaton appears once per count. Each member
+    (and `extras`, a pair) has a second form, its witness (None: none); `witnessed`: the object ends
+    only once a witness is written (w = 1), else w is 1 throughout."""
     if hi is not None and hi < lo:
         return ra.NOTHING
+    extra, shown_extra = extras
     n = len(members)
     top = hi if hi is not None else max(1, lo)
+    states = (0, 1) if witnessed else (1,)
     ids: dict[tuple, int] = {}
     nid = lambda key: ids.setdefault(key, len(ids))
-    nid(("at", 0, 0))  # the start
+    nid(("at", 0, 0, states[0]))  # the start
     sep = ra.seq(ra.lit(","), ws)
     edges = []
 
@@ -306,20 +349,29 @@ def members_graph(members: list, extra, loose: list, lo: int, hi: int | None, ws
         if fresh:  # the member's own edge, once per join node
             edges.append((join, nid(dst_of_count(after)), label))
 
-    for i, (member, req) in enumerate(members):
+    for i, (member, req, shown) in enumerate(members):
         for c in range(top + 1):
-            if not req:
-                edges.append((nid(("at", i, c)), nid(("at", i + 1, c)), None))
-            write(("at", i, c), lambda a, i=i: ("at", i + 1, a), ("join", i), member, c)
+            for w in states:
+                if not req:
+                    edges.append((nid(("at", i, c, w)), nid(("at", i + 1, c, w)), None))
+                write(("at", i, c, w), lambda a, i=i, w=w: ("at", i + 1, a, w), ("join", i, w), member, c)
+                if witnessed and shown is not None:
+                    write(("at", i, c, w), lambda a, i=i: ("at", i + 1, a, 1), ("wjoin", i), shown, c)
     full = (1 << len(loose)) - 1
     for c in range(top + 1):
-        edges.append((nid(("at", n, c)), nid(("x", c, 0)), None))
-        for seen in range(full + 1):
-            if extra is not None:
-                write(("x", c, seen), lambda a, seen=seen: ("x", a, seen), ("xjoin", seen), extra, c)
-            for k, member in enumerate(loose):
-                if not seen >> k & 1:
-                    now = seen | 1 << k
-                    write(("x", c, seen), lambda a, now=now: ("x", a, now), ("ljoin", k, now), member, c)
-    finals = tuple(nid(("x", c, full)) for c in range(lo, top + 1))
+        for w in states:
+            edges.append((nid(("at", n, c, w)), nid(("x", c, 0, w)), None))
+            for seen in range(full + 1):
+                src = ("x", c, seen, w)
+                if extra is not None:
+                    write(src, lambda a, seen=seen, w=w: ("x", a, seen, w), ("xjoin", seen, w), extra, c)
+                if witnessed and shown_extra is not None:
+                    write(src, lambda a, seen=seen: ("x", a, seen, 1), ("wxjoin", seen), shown_extra, c)
+                for k, (member, shown) in enumerate(loose):
+                    if not seen >> k & 1:
+                        now = seen | 1 << k
+                        write(src, lambda a, now=now, w=w: ("x", a, now, w), ("ljoin", k, now, w), member, c)
+                        if witnessed and shown is not None:
+                            write(src, lambda a, now=now: ("x", a, now, 1), ("wljoin", k, now), shown, c)
+    finals = tuple(nid(("x", c, full, 1)) for c in range(lo, top + 1))
     return ra.Graph(len(ids), tuple(edges), finals)

@@ -119,10 +119,24 @@ class Scalars:
         except jsonschema.exceptions.RefResolutionError:
             return False
 
+    def _has_failing_member(self, value: dict, spec: dict) -> bool:
+        """A member of `value` in the key region of `spec` (kvx:someKey) whose value fails its schema."""
+        import re
+
+        def in_region(key: str) -> bool:
+            if "pattern" in spec:
+                return re.search(spec["pattern"], key) is not None
+            return key not in spec["except"] and not any(re.search(p, key) for p in spec["exceptPatterns"])
+
+        failing = self.doc.at(spec["fails"])
+        return any(in_region(k) and not self.satisfies(v, failing) for k, v in value.items())
+
     def _internal_ok(self, value, node: dict) -> bool:
         if any(json_equal(value, x) for x in node.get("kvx:exclude", [])):
             return False
         if isinstance(value, dict) and any(k in value for k in node.get("kvx:absent", [])):
+            return False
+        if isinstance(value, dict) and "kvx:someKey" in node and not self._has_failing_member(value, node["kvx:someKey"]):
             return False
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         if number and any(float(value).is_integer() and int(value) % int(m) == 0 for m in node.get("kvx:notMultipleOf", [])):
