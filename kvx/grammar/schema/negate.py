@@ -6,8 +6,8 @@ holds for every string, so `not minimum: 3` is a number below 3).
 The result uses ordinary keywords plus a few internal ones the compiler alone reads: `kvx:exclude`
 (values), `kvx:absent` (keys), `kvx:notPattern`, `kvx:notFormat`, `kvx:fraction` (a number that is
 not an integer), `kvx:notMultipleOf` (a number off the multiples of a whole number), `kvx:someKey` (a
-member whose key is in a pattern's or additionalProperties' region and whose value fails its schema)
-and `kvx:ref` (a pointer, for a schema already in the document). Forms it cannot write raise UnsupportedSchema naming
+member whose key is in a pattern's or additionalProperties' region and whose value fails its schema,
+or whose key fails propertyNames) and `kvx:ref` (a pointer, for a schema already in the document). Forms it cannot write raise UnsupportedSchema naming
 `not` and the keyword.
 """
 from __future__ import annotations
@@ -104,6 +104,8 @@ class Negator:
         if kw == "patternProperties" and isinstance(value, dict):  # a key matching it, its value failing
             return [self._some_key({"pattern": pat}, f"{sub}/{escape(pat)}", depth)
                     for pat, schema in value.items() if schema is not True and schema != {}]
+        if kw == "propertyNames":  # a key failing it, whatever its value
+            return [] if value is True or value == {} else [{"type": "object", "kvx:someKey": {"notNames": sub}}]
         if kw == "additionalProperties":  # a key neither declared nor matching a pattern, its value failing
             if value is True or value == {}:
                 return []
@@ -151,8 +153,7 @@ class Negator:
             return [{"type": "number", "kvx:notMultipleOf": [value]}]
         if kw in DEPENDENCIES[self.doc.dialect in LEGACY] and isinstance(value, dict):
             return self._dependencies(sub, value, depth)
-        if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf",
-                  "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+        if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf", "dependentRequired", "dependentSchemas", "dependencies",
                   "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef"):
             self._refuse(ptr, kw)
         return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere

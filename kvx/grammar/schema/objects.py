@@ -56,8 +56,10 @@ class ObjectBody(Body):
             lo = max(lo, count_keyword(node, "minProperties", where, 0))
             m = count_keyword(node, "maxProperties", where, None)
             hi = m if hi is None or (m is not None and m < hi) else hi
-        # where only other keys could reach minProperties, they stay whatever --extra-keys says
-        closed = self.s.opt.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
+        # where only other keys could reach minProperties (or be the member a negation asks for), they
+        # stay whatever --extra-keys says
+        closed = (self.s.opt.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
+                  and (witness is None or any(m[-1] is not None for m in members + loose)))
         names = tuple(order) + tuple(sorted(absent - set(order)))
         extra = self._extra(names, closed)
         shown_extra = self._extra(names, closed, witness) if witness else None
@@ -67,9 +69,10 @@ class ObjectBody(Body):
                               self.s.ws, witness is not None)
         return ra.seq(ra.lit("{"), self.s.ws, graph, ra.lit("}"))
 
-    def _witness(self) -> tuple[DFA | None, str] | None:
-        """(key bodies, pointer of the failing value) of the member a negated patternProperties or
-        additionalProperties asks for (`kvx:someKey`: at least one such member), or None."""
+    def _witness(self) -> tuple[DFA | None, str | None] | None:
+        """(key bodies, pointer of the failing value or None: any value) of the member a negated
+        patternProperties, additionalProperties or propertyNames asks for (`kvx:someKey`: at least
+        one such member), or None."""
         asks = [(p, node["kvx:someKey"]) for p, node in zip(self.alt, self.nodes) if "kvx:someKey" in node]
         if not asks:
             return None
@@ -81,6 +84,10 @@ class ObjectBody(Body):
         max_states = self.s.scalars.max_states
         if "pattern" in spec:
             return self.s.scalars._pattern(spec["pattern"], f"{p.ptr}/patternProperties"), spec["value"]
+        if "notNames" in spec:  # keys outside the names language
+            names = self._names_language(spec["notNames"])
+            return (any_key_body() if names is None else
+                    product(any_key_body(), names, "minus", max_states)), None
         keys = any_key_body()
         for pat in spec["exceptPatterns"]:
             d = self.s.scalars._pattern(pat, f"{p.ptr}/patternProperties")
@@ -93,7 +100,7 @@ class ObjectBody(Body):
 
     def _member(self, key: str, absent: set, witness: tuple | None = None) -> ra.Node | None:
         """The member of declared `key`; with `witness`, its value also failing the negated schema."""
-        more = (witness[1],) if witness else ()
+        more = (witness[1],) if witness and witness[1] else ()
         value = ra.NOTHING if key in absent or not self._name_ok(key) else \
             self.s.value(self._key_schemas(key) + more, self.s.member_context(self.context, key=key))
         if ra.is_nothing(value):
@@ -229,7 +236,7 @@ class ObjectBody(Body):
 
     def _region(self, chosen: frozenset, keys: DFA, declared: tuple, witness: tuple | None = None) -> ra.Node | None:
         """The member of keys matching exactly the patterns in `chosen` (None if there is none)."""
-        ptrs = [witness[1]] if witness else []
+        ptrs = [witness[1]] if witness and witness[1] else []
         for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
             mine = [pat for pat in self._patterns(i) if pat in chosen]
             if mine:

@@ -120,8 +120,13 @@ class Scalars:
             return False
 
     def _has_failing_member(self, value: dict, spec: dict) -> bool:
-        """A member of `value` in the key region of `spec` (kvx:someKey) whose value fails its schema."""
+        """A member of `value` in the key region of `spec` (kvx:someKey) whose value fails its schema,
+        or whose key fails propertyNames."""
         import re
+
+        if "notNames" in spec:
+            names = self.doc.at(spec["notNames"])
+            return any(not self.satisfies(k, names) for k in value)
 
         def in_region(key: str) -> bool:
             if "pattern" in spec:
