@@ -140,6 +140,20 @@ def test_random_patterns_with_assertions_match_python_re(seed):
     assert compiled >= 30
 
 
+@pytest.mark.parametrize("pattern", [
+    "a(b^c)*d", "(a^b|c)x", "(x$y)?z", "x(a^)?", "(a^b)+", "^(?:-----BEGIN(?:\\r?\\n)(?:[a-z]{4})*\\s*^-----END)+$"])
+def test_anchors_that_cannot_hold_inside_groups_rule_out_their_part(pattern):
+    """A `^` after a character, or a `$` before one, inside a group or repeat (gradle's certificate
+    pattern, written for a multiline mode): that part matches nothing and drops out, as Python's re
+    reads it; every string of a few letters up to 4 characters."""
+    dfa = pattern_dfa(pattern, "/pattern")
+    rx = re.compile(pattern.replace("$", r"\Z"))
+    for n in range(5):
+        for chars in itertools.product("abcdxyz-", repeat=n):
+            s = "".join(chars)
+            assert (dfa is not None and dfa.accepts(json.dumps(s)[1:-1].encode())) == bool(rx.search(s)), (pattern, s)
+
+
 @pytest.mark.parametrize("pattern,alphabet", [
     ("(?i)ab", "aAbB"), ("(?i)[^a]", "aAb"), ("(?i)[a-c]x", "aCxX"), ("(?i:a)b", "aAbB"), ("(?-i:a)b", "aAbB"),
     ("(?i)\\W", "kK "), ("(?i)[\\W]k", "kK "), ("(?i)^(?:hts?|f):", "hHtTsf:"), ("(?i)\\x41", "aA"),

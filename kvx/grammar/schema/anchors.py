@@ -79,6 +79,28 @@ def anchor_cannot_hold(branch) -> bool:
                or (item == ("eol",) and _min_length(("cat", items[i + 1:])) > 0) for i, item in enumerate(items))
 
 
+def without_impossible(node):
+    """`node` without the parts an anchor rules out, anywhere inside it (a sequence where a `^`
+    follows something that reads a character, or a `$` precedes one); None if nothing is left.
+    Gradle's certificate pattern, `^(?:-----BEGIN...\\s*^-----END...)+$`, written for a multiline
+    mode it does not get: the group matches nothing, so the pattern matches no string."""
+    kind = node[0]
+    if kind == "cat":
+        items = [without_impossible(item) for item in node[1]]
+        if any(item is None for item in items) or anchor_cannot_hold(("cat", items)):
+            return None
+        return ("cat", items)
+    if kind == "alt":
+        branches = [b for b in map(without_impossible, node[1]) if b is not None]
+        return ("alt", branches) if branches else None
+    if kind == "rep":
+        inner = without_impossible(node[1])
+        if inner is None:
+            return ("cat", []) if node[2] == 0 else None
+        return ("rep", inner, node[2], node[3])
+    return node
+
+
 def opening_anchored_looks(branch):
     """For a branch that opens with lookaheads holding a `^` (which holds only at the string's start):
     (the branch where it starts the string, those `^` dropped; the branch elsewhere, where such a

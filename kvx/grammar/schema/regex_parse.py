@@ -25,8 +25,8 @@ from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES
 from kvx.grammar.schema import strings, word_bounds
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
-from kvx.grammar.schema.anchors import (anchor_cannot_hold, has_anchor, loosened, opening_anchored_looks,
-                                       split_edge, strip_all)
+from kvx.grammar.schema.anchors import (has_anchor, loosened, opening_anchored_looks, split_edge, strip_all,
+                                       without_impossible)
 from kvx.grammar.schema.lookaheads import LookaheadError, Spelling, has_lookahead, holds, with_rest
 
 DIGITS = ((0x30, 0x39),)
@@ -329,9 +329,11 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
         if at_start and split is not None:  # its opening lookaheads look from the string's start
             branch, split = split[0], None
         if has_anchor(branch):
-            if anchor_cannot_hold(branch):
+            branch = without_impossible(branch)
+            if branch is None:  # an anchor rules it out
                 continue
-            raise PatternError("anchor in the middle of a pattern")
+            if has_anchor(branch):
+                raise PatternError("anchor in the middle of a pattern")
         branch = loosened(branch, at_start, at_end)
         if has_lookahead(branch):
             end = ra.EMPTY if at_end else anything
