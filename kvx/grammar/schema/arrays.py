@@ -91,10 +91,13 @@ class ArrayBody(Body):
         if c_hi is not None and c_hi < c_lo:
             return ra.NOTHING
         c_top = c_hi if c_hi is not None else c_lo
-        if contains is None and known == 0 and any(node.get("uniqueItems") is True for node in self.nodes):
-            unique = self._unique(lo, hi)
+        unique_pieces = [p.ptr for p, node in zip(self.alt, self.nodes) if node.get("uniqueItems") is True]
+        if unique_pieces:
+            unique = self._unique(lo, hi) if contains is None and known == 0 else None
             if unique is not None:
                 return unique
+            for ptr in unique_pieces:
+                self.s.notes.post_check("uniqueItems", ptr, "the automaton cannot compare items")
         positions = hi if hi is not None else max(known, lo, 1)  # i == positions: the loop (if unbounded)
         options = {}  # index -> [(element value, counted)]
         for index in range(min(positions, known) + 1):

@@ -95,9 +95,8 @@ class Notes:
             if kw in ENFORCED or kw in META or kw in APPLICATORS or kw in INTERNAL:
                 continue
             if kw == "uniqueItems":
-                if node[kw] is True:
-                    self.post_check(kw, ptr, "the automaton cannot compare items")
-            elif kw in UNSUPPORTED:
+                continue  # exact or post-checked where an array is written (arrays.py)
+            if kw in UNSUPPORTED:
                 self.unsupported(kw, ptr, "")
             elif not kw.startswith("x-"):  # x-...: vendor annotations, by convention
                 self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
