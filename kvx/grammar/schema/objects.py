@@ -48,8 +48,8 @@ class ObjectBody(Body):
                 if key in required:
                     return ra.NOTHING
                 continue
-            shown = self._member(key, absent, witness) if witness and self._in(witness[0], key) else None
-            (loose if key in loose_keys else members).append((member, key in required, shown))
+            failing = self._member(key, absent, witness) if witness and self._in(witness[0], key) else None
+            (loose if key in loose_keys else members).append((member, key in required, failing))
         lo, hi = 0, None
         for p, node in zip(self.alt, self.nodes):
             where = self.s.notes.where(p.ptr)
@@ -62,10 +62,10 @@ class ObjectBody(Body):
                   and (witness is None or any(m[-1] is not None for m in members + loose)))
         names = tuple(order) + tuple(sorted(absent - set(order)))
         extra = self._extra(names, closed)
-        shown_extra = self._extra(names, closed, witness) if witness else None
+        failing_extra = self._extra(names, closed, witness) if witness else None
         if closed:  # named by the piece that declares the keys (a $ref's target, not the referrer)
             self.s.notes.closed_object(next(p.ptr for p, node in zip(self.alt, self.nodes) if self._declares(node)))
-        graph = members_graph(members, (extra, shown_extra), [(m, shown) for m, _, shown in loose], lo, hi,
+        graph = members_graph(members, (extra, failing_extra), [(m, failing) for m, _, failing in loose], lo, hi,
                               self.s.ws, witness is not None)
         return ra.seq(ra.lit("{"), self.s.ws, graph, ra.lit("}"))
 
@@ -343,11 +343,12 @@ def members_graph(members: list, extras: tuple, loose: list, lo: int, hi: int | 
     members in all. Nodes: ("at", i, c, w) before declared member i with c written (c stops at the
     largest count that matters), ("x", c, S, w) among the extras with the loose members S written;
     a join node per (member, count) so each member's automaton appears once per count. Each member
-    (and `extras`, a pair) has a second form, its witness (None: none); `witnessed`: the object ends
-    only once a witness is written (w = 1), else w is 1 throughout."""
+    (and `extras`, a pair) has a second form, the one failing what a negation asks to fail (None:
+    none); `witnessed`: the object ends only once a member in that form is written (w = 1), else w
+    is 1 throughout."""
     if hi is not None and hi < lo:
         return ra.NOTHING
-    extra, shown_extra = extras
+    extra, failing_extra = extras
     n = len(members)
     top = hi if hi is not None else max(1, lo)
     states = (0, 1) if witnessed else (1,)
@@ -368,14 +369,14 @@ def members_graph(members: list, extras: tuple, loose: list, lo: int, hi: int | 
         if fresh:  # the member's own edge, once per join node
             edges.append((join, nid(dst_of_count(after)), label))
 
-    for i, (member, req, shown) in enumerate(members):
+    for i, (member, req, failing) in enumerate(members):
         for c in range(top + 1):
             for w in states:
                 if not req:
                     edges.append((nid(("at", i, c, w)), nid(("at", i + 1, c, w)), None))
                 write(("at", i, c, w), lambda a, i=i, w=w: ("at", i + 1, a, w), ("join", i, w), member, c)
-                if witnessed and shown is not None:
-                    write(("at", i, c, w), lambda a, i=i: ("at", i + 1, a, 1), ("wjoin", i), shown, c)
+                if witnessed and failing is not None:
+                    write(("at", i, c, w), lambda a, i=i: ("at", i + 1, a, 1), ("wjoin", i), failing, c)
     full = (1 << len(loose)) - 1
     for c in range(top + 1):
         for w in states:
@@ -384,13 +385,13 @@ def members_graph(members: list, extras: tuple, loose: list, lo: int, hi: int | 
                 src = ("x", c, seen, w)
                 if extra is not None:
                     write(src, lambda a, seen=seen, w=w: ("x", a, seen, w), ("xjoin", seen, w), extra, c)
-                if witnessed and shown_extra is not None:
-                    write(src, lambda a, seen=seen: ("x", a, seen, 1), ("wxjoin", seen), shown_extra, c)
-                for k, (member, shown) in enumerate(loose):
+                if witnessed and failing_extra is not None:
+                    write(src, lambda a, seen=seen: ("x", a, seen, 1), ("wxjoin", seen), failing_extra, c)
+                for k, (member, failing) in enumerate(loose):
                     if not seen >> k & 1:
                         now = seen | 1 << k
                         write(src, lambda a, now=now, w=w: ("x", a, now, w), ("ljoin", k, now, w), member, c)
-                        if witnessed and shown is not None:
-                            write(src, lambda a, now=now: ("x", a, now, 1), ("wljoin", k, now), shown, c)
+                        if witnessed and failing is not None:
+                            write(src, lambda a, now=now: ("x", a, now, 1), ("wljoin", k, now), failing, c)
     finals = tuple(nid(("x", c, full, 1)) for c in range(lo, top + 1))
     return ra.Graph(len(ids), tuple(edges), finals)

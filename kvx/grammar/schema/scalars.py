@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -122,8 +123,6 @@ class Scalars:
     def _has_failing_member(self, value: dict, spec: dict) -> bool:
         """A member of `value` in the key region of `spec` (kvx:someKey) whose value fails its schema,
         or whose key fails propertyNames."""
-        import re
-
         if "notNames" in spec:
             names = self.doc.at(spec["notNames"])
             return any(not self.satisfies(k, names) for k in value)
@@ -163,7 +162,7 @@ class Scalars:
     # ---- numbers ----------------------------------------------------------------------------
     def number(self, pieces: list, integer: bool) -> ra.Node:
         lo = hi = None  # (Decimal, strict)
-        multiples, excluded, fraction, off = [], [], False, []  # off: whole multipleOf the value must miss
+        multiples, excluded, fraction, off_multiples = [], [], False, []  # whole multipleOf values to miss
         for ptr, node in pieces:
             for kw in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
                 bound = self._bound(node, kw, ptr)
@@ -179,7 +178,7 @@ class Scalars:
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, (int, float))
                          and not isinstance(v, bool)]
             fraction |= bool(node.get("kvx:fraction"))
-            off += [int(m) for m in node.get("kvx:notMultipleOf", [])]
+            off_multiples += [int(m) for m in node.get("kvx:notMultipleOf", [])]
         if integer:
             if fraction:
                 return ra.NOTHING
@@ -188,11 +187,11 @@ class Scalars:
             if a is not None and b is not None and a > b:
                 return ra.NOTHING
             base = numbers.int_range(a, b)
-            if not multiples and not excluded and not off:
+            if not multiples and not excluded and not off_multiples:
                 return base
             langs = [fast_compile(base, self.max_states)] + [m for m, _ in multiples]
         else:
-            if lo is None and hi is None and not multiples and not excluded and not fraction and not off:
+            if lo is None and hi is None and not multiples and not excluded and not fraction and not off_multiples:
                 return numbers.ANY_NUMBER
             langs = [m for m, _ in multiples]
             if lo is not None:
@@ -204,7 +203,7 @@ class Scalars:
             if not langs:
                 langs.append(fast_compile(PLAIN_NUMBER, self.max_states))
         minus = [fast_compile(ra.alt(*(number_spellings(v) for v in excluded)))] if excluded else []
-        minus += [self._whole_multiples(m, integer) for m in dict.fromkeys(off)]
+        minus += [self._whole_multiples(m, integer) for m in dict.fromkeys(off_multiples)]
         return self.combine(langs, minus)
 
     def _bound(self, node: dict, kw: str, ptr: str):
