@@ -34,6 +34,10 @@ class Slots(Protocol):
 
     def finite_scalars(self, pointers: tuple) -> tuple[str, ...] | None: ...
 
+    def pieces(self, alt: Alternative) -> list[tuple[str, dict]]: ...
+
+    def listed(self, pieces: list) -> list | None: ...
+
 
 def scopes(alt: Alternative) -> list[list[int]]:
     """For each piece, the pieces whose annotations it sees (itself and those reached through it,

@@ -88,10 +88,8 @@ class ObjectBody(Body):
             names = self._names_language(spec["notNames"])
             return (any_key_body() if names is None else
                     product(any_key_body(), names, "minus", max_states)), None
-        keys = any_key_body()
-        for pat in spec["exceptPatterns"]:
-            d = self.s.scalars._pattern(pat, f"{p.ptr}/patternProperties")
-            keys = keys if d is None or keys is None else product(keys, d, "minus", max_states)
+        # the keys matching none of the patterns: the region the patterns leave unchosen
+        keys = next((k for chosen, k in self._key_regions(sorted(spec["exceptPatterns"])) if not chosen), None)
         return _minus_names(keys, tuple(spec["except"]), max_states), spec["value"]
 
     @staticmethod
@@ -134,8 +132,7 @@ class ObjectBody(Body):
         return pats if isinstance(pats, dict) else {}
 
     def _matches(self, pattern: str, key: str, i: int) -> bool:
-        d = self.s.scalars._pattern(pattern, f"{self.alt[i].ptr}/patternProperties")
-        return d is not None and d.accepts(dumps(key)[1:-1].encode("utf-8"))
+        return self.s.scalars.matches(pattern, key, f"{self.alt[i].ptr}/patternProperties")
 
     def _evaluates_all(self, i: int) -> bool:
         """A piece in i's scope evaluates every property (additionalProperties, a nested unevaluated*)."""
@@ -271,33 +268,21 @@ class ObjectBody(Body):
         """String bodies a propertyNames schema allows (keys are strings: other types drop out)."""
         bodies = []
         for alt in self.s.alternatives((ptr,)):
-            pieces = [(p.ptr, self.s.doc.at(p.ptr)) for p in alt]
-            for piece_ptr, node in pieces:
-                self.s.notes.check_keywords(piece_ptr, node)
+            pieces = self.s.pieces(alt)
+            for _, node in pieces:
                 if "type" in node and "string" not in ([node["type"]] if isinstance(node["type"], str) else node["type"]):
                     break
             else:
-                listed = _enum_strings(pieces)
+                listed = self.s.listed(pieces)
                 if listed is not None:  # the listed names that pass the rest, in every spelling
-                    names = [n for n in listed if all(self.s.scalars.valid(n, p, node) for p, node in pieces)]
+                    names = [n for n in listed if isinstance(n, str)
+                             and all(self.s.scalars.valid(n, p, node) for p, node in pieces)]
                     bodies += [ra.seq(*(strings.json_char(cs.of(c)) for c in n)) for n in names]
                     continue
                 spec = self.s.scalars.string_spec(pieces)
                 if spec is not None:
                     bodies.append(self.s.scalars.string_body(spec))
         return fast_compile(ra.alt(*bodies), self.s.scalars.max_states) if bodies else None
-
-
-def _enum_strings(pieces: list) -> list | None:
-    """The string members every enum/const of the pieces allows (None: no piece lists any)."""
-    out = None
-    for _, node in pieces:
-        for kw in ("enum", "const"):
-            if kw in node:
-                vals = [node["const"]] if kw == "const" else node["enum"]
-                vals = [v for v in vals if isinstance(v, str)]
-                out = vals if out is None else [v for v in out if v in vals]
-    return out
 
 
 _ANY_KEY: list = []

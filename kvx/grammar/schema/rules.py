@@ -177,14 +177,12 @@ class RuleBuilder:
     def _alternative(self, alt: Alternative) -> tuple[ra.Node, set, StringSpec | None]:
         """(inline language of null, booleans, numbers and enum members, container types the
         alternative allows, its string constraints if it allows strings)."""
-        pieces = [(p.ptr, self.doc.at(p.ptr)) for p in alt]
-        for ptr, node in pieces:
-            self.notes.check_keywords(ptr, node)
+        pieces = self.pieces(alt)
         types = set(TYPES)
         for ptr, node in pieces:
             if "type" in node:
                 types &= self._types(node, ptr)
-        values = self._listed(pieces)
+        values = self.listed(pieces)
         if values is not None:
             return self._enum(values, pieces), set(), None
         self._check_exclusions(pieces, types)
@@ -212,7 +210,14 @@ class RuleBuilder:
             out.add("null")
         return out
 
-    def _listed(self, pieces: list) -> list | None:
+    def pieces(self, alt: Alternative) -> list[tuple[str, dict]]:
+        """(pointer, schema object) of each piece, its keywords checked (refused or warned once)."""
+        pieces = [(p.ptr, self.doc.at(p.ptr)) for p in alt]
+        for ptr, node in pieces:
+            self.notes.check_keywords(ptr, node)
+        return pieces
+
+    def listed(self, pieces: list) -> list | None:
         """The values every enum/const of the pieces lists (None: no piece lists any)."""
         values = None
         for ptr, node in pieces:
@@ -241,10 +246,8 @@ class RuleBuilder:
         (each alternative an enum/const of strings, numbers, booleans or null), else None."""
         out: dict[str, None] = {}
         for alt in self.alternatives(pointers):
-            pieces = [(p.ptr, self.doc.at(p.ptr)) for p in alt]
-            for ptr, node in pieces:
-                self.notes.check_keywords(ptr, node)
-            values = self._listed(pieces)
+            pieces = self.pieces(alt)
+            values = self.listed(pieces)
             if values is None or any(isinstance(v, (dict, list)) for v in values):
                 return None
             out.update(dict.fromkeys(self._kept(values, pieces)))

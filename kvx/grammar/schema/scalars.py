@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from typing import Literal
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
@@ -72,7 +72,7 @@ class Scalars:
         self.max_states = max_states
         self._validator_class = validator_class
         self._validator = None
-        self._validators: dict[int, tuple] = {}  # id(node) -> (node, its validator)
+        self._validators: dict[tuple, tuple] = {}  # (id(node), reading) -> (node, its validator)
 
     def where(self, ptr: str) -> str:
         return self.notes.where(ptr)
@@ -81,42 +81,39 @@ class Scalars:
     def satisfies(self, value, schema) -> bool:
         """Does `value` satisfy the whole of `schema` (enum, applicators and refs included), as the
         record check judges it? For a declared key against propertyNames."""
-        import jsonschema
-
-        try:
-            return self._root_validator().evolve(schema=schema).is_valid(value)
-        except jsonschema.exceptions.RefResolutionError:
-            return False
-
-    def _root_validator(self):
-        if self._validator is None:
-            cls = self._validator_class
-            self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
-        return self._validator
+        return self._checks(value, schema, "whole", schema)
 
     def valid(self, value, ptr: str, node: dict) -> bool:
         """Does `value` satisfy the piece's own keywords (its applicators are other pieces; enum
         and const members are intersected by the caller)? A piece with unevaluated* is judged whole:
         what its own keywords leave unevaluated depends on what its applicators evaluate (an enum
         member `[1]` under `unevaluatedItems: false` beside a oneOf branch's prefixItems)."""
-        import jsonschema
-
         if not self._internal_ok(value, node):
             return False
         if node.get("nullable") is True and value is None:
             return True
-        validator = self._validators.get(id(node))
-        if validator is None:
-            whole = "unevaluatedItems" in node or "unevaluatedProperties" in node
-            own = {k: v for k, v in node.items() if k not in INTERNAL and k not in ("enum", "const")
-                   and (whole or k not in APPLICATORS)}
-            # a piece of applicators alone (`{"$ref": ...}` above a large enum) holds every value
-            checker = self._root_validator().evolve(schema=own) if own else None
-            validator = self._validators[id(node)] = (node, checker)
-        if validator[1] is None:
+        whole = "unevaluatedItems" in node or "unevaluatedProperties" in node
+        return self._checks(value, node, "own", lambda: {k: v for k, v in node.items() if k not in INTERNAL
+                                                         and k not in ("enum", "const") and (whole or k not in APPLICATORS)})
+
+    def _checks(self, value, node, reading: Literal["whole", "own"], schema) -> bool:
+        """jsonschema's verdict on `value` under `schema` (or what the callable makes of `node`), its
+        validator built once per node and reading ("whole", "own"); an empty schema (a piece of
+        applicators alone, `{"$ref": ...}` above a large enum) holds every value."""
+        import jsonschema
+
+        checker = self._validators.get((id(node), reading))
+        if checker is None:
+            schema = schema() if callable(schema) else schema
+            if self._validator is None:
+                cls = self._validator_class
+                self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+            checker = self._validators[(id(node), reading)] = (node, self._validator.evolve(schema=schema)
+                                                               if schema != {} else None)
+        if checker[1] is None:
             return True
         try:
-            return validator[1].is_valid(value)
+            return checker[1].is_valid(value)
         except jsonschema.exceptions.RefResolutionError:
             return False
 
@@ -129,11 +126,16 @@ class Scalars:
 
         def in_region(key: str) -> bool:
             if "pattern" in spec:
-                return re.search(spec["pattern"], key) is not None
-            return key not in spec["except"] and not any(re.search(p, key) for p in spec["exceptPatterns"])
+                return self.matches(spec["pattern"], key)
+            return key not in spec["except"] and not any(self.matches(p, key) for p in spec["exceptPatterns"])
 
         failing = self.doc.at(spec["fails"])
         return any(in_region(k) and not self.satisfies(v, failing) for k, v in value.items())
+
+    def matches(self, pattern: str, text: str, ptr: str = "") -> bool:
+        """Does the decoded string `text` hold a match of `pattern`, as the grammar reads patterns?"""
+        d = self._pattern(pattern, ptr)
+        return d is not None and d.accepts(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
 
     def _internal_ok(self, value, node: dict) -> bool:
         if any(json_equal(value, x) for x in node.get("kvx:exclude", [])):
@@ -147,16 +149,12 @@ class Scalars:
             return False
         if number and node.get("kvx:fraction"):
             return not float(value).is_integer()
-        if isinstance(value, str) and ("kvx:notPattern" in node or "kvx:notFormat" in node):
-            body = json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")
-            for p in node.get("kvx:notPattern", []):
-                d = self._pattern(p, "")
-                if d is not None and d.accepts(body):
-                    return False
-            if "kvx:notFormat" in node:
-                d = self._format(node["kvx:notFormat"], "")
-                if d not in (None, False) and d.accepts(body):
-                    return False
+        if isinstance(value, str) and any(self.matches(p, value) for p in node.get("kvx:notPattern", [])):
+            return False
+        if isinstance(value, str) and "kvx:notFormat" in node:
+            d = self._format(node["kvx:notFormat"], "")
+            if d not in (None, False) and d.accepts(json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")):
+                return False
         return True
 
     # ---- numbers ----------------------------------------------------------------------------
