@@ -42,7 +42,25 @@ def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
         validator_for(schema, default=Draft202012Validator).check_schema(schema)
     except jsonschema.SchemaError as e:
         raise ConfigError(f"{path}: not a valid JSON Schema ({e.message} at {_pointer(e.absolute_path)})") from None
+    if _recurses_forever(schema):
+        raise ConfigError(f"{path}: not a usable schema (the record check recurses without end on it: "
+                          "a $ref cycle that applies to the same value)")
     return schema
+
+
+def _recurses_forever(schema: dict) -> bool:
+    """A cycle the check walks on every value (`not: {if: {not: {$ref: "#"}}}`, which the grammar may
+    well compile: an `if` alone changes nothing) would fail every row: stop before any work instead."""
+    cls = validator_for(schema, default=Draft202012Validator)
+    validator = cls(schema)
+    for probe in (None, {}, [], "", 0):
+        try:
+            validator.is_valid(probe)
+        except RecursionError:
+            return True
+        except referencing.exceptions.Unresolvable:
+            return False
+    return False
 
 
 def _pointer(path) -> str:
@@ -60,6 +78,8 @@ class RecordChecker:
             error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
         except referencing.exceptions.Unresolvable as e:  # a value reached a $ref the schema cannot resolve
             return f"schema: cannot resolve the $ref {e.ref!r}"
+        except RecursionError:  # a $ref cycle this value walks without end (`then: {$ref: "#"}` under an if it meets)
+            return "schema: the check recurses without end on this value (a $ref cycle that applies to the same value)"
         if error is None:
             return None
         return f"schema: {error.message} at {_pointer(error.absolute_path)}"

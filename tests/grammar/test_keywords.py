@@ -542,3 +542,50 @@ def test_a_ref_inside_a_group_of_definitions_takes_the_root_id_as_base():
     assert verdicts == [True, True, False, False, True]
     for case, want in zip(cases, verdicts):
         assert program.accepts(case.encode()) == want, case
+
+
+@pytest.mark.parametrize("schema", [
+    {"not": {"not": {"contains": {"const": 2}, "unevaluatedItems": False}}},
+    {"not": {"not": {"contains": {"const": 2}}}, "unevaluatedItems": False},
+    {"allOf": [{"not": {"not": {"prefixItems": [{"const": 2}], "unevaluatedItems": False}}}]},
+    {"not": {"not": {"properties": {"a": {}}, "unevaluatedProperties": False}}}])
+def test_a_schema_under_a_negation_sees_its_own_annotations(schema):
+    """Inside a `not`, a schema's unevaluated* still sees what its own siblings evaluate (only the
+    pieces above the negation lose them): `not not {contains: 2, unevaluatedItems: false}` refused
+    `[2]`, as if `contains` evaluated nothing."""
+    values = [[], [2], [2, 2], [1], [2, 1], [[2]], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, 2]
+    assert _first_disagreement(schema, values) is None, schema
+
+
+def test_excluding_a_container_is_judged_without_the_exclusion_itself():
+    """`not: {enum: [{}, []]}` beside `unevaluatedItems`: that keyword had the piece judged whole,
+    its `not` included, so `{}` looked impossible anyway and was written. The exclusion is refused
+    (kvx cannot write it) unless the piece's own keywords already rule the value out."""
+    with pytest.raises(UnsupportedSchema, match="excluding an object or array value"):
+        compile_program({"unevaluatedItems": False, "not": {"enum": [{}, [1], []]}})
+    schema = {"type": "array", "minItems": 2, "unevaluatedItems": {"type": "integer"}, "not": {"enum": [{}, [1], []]}}
+    assert _first_disagreement(schema, [[], [1], [1, 2], {}, [1, "a"]]) is None
+
+
+def test_a_schema_the_check_recurses_on_forever_is_refused_in_one_line():
+    """`$defs/d` applying to itself through oneOf/allOf: jsonschema recursed without end (a
+    RecursionError traceback) while kvx judged an enum member; it is refused, with the place."""
+    schema = {"$defs": {"d": {"oneOf": [{"allOf": [{"$ref": "#/$defs/d"}]}, {"type": "string"}]}},
+              "items": {"$ref": "#/$defs/d"}, "unevaluatedItems": False, "enum": [[1], ["a"]]}
+    with pytest.raises(UnsupportedSchema, match=r"recurses without end") as err:
+        compile_program(schema)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("schema", [
+    {"enum": [{"a": 1}, {"a": 2}, {}, {"a": 1, "b": 1}], "not": {"properties": {"a": {"const": 1}}, "required": ["a"]}},
+    {"allOf": [{"enum": [{"a": 1}, {"b": 2}, {"a": 1, "b": 2}, {}]}, {"not": {"oneOf": [{"properties": {"a": {"const": 1}}, "required": ["a"]},
+                                                              {"required": ["b"]}]}}]},
+    {"enum": [[1], [2, 1], ["a"]], "if": {"items": {"type": "integer"}}, "else": {"not": {"prefixItems": [{"const": "a"}]}}}])
+def test_enum_members_are_held_to_negations_nested_in_a_piece(schema):
+    """A negated `properties: {a: {const: 1}}` is a piece whose `properties/a` is an internal
+    reference to `not const 1`, which jsonschema read as `{}`: `{"a": 1}` was kept as an enum
+    member of `not: {properties: {a: {const: 1}}, required: [a]}`. The internal keywords are read
+    as the grammar reads them, at any depth."""
+    values = [{"a": 1}, {"a": 2}, {}, {"a": 1, "b": 1}, {"b": 2}, {"a": 1, "b": 2}, [1], [2, 1], ["a"]]
+    assert _first_disagreement(schema, values) is None, schema

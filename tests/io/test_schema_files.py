@@ -257,3 +257,24 @@ def test_a_mirror_path_never_leaves_the_saved_folder(tmp_path):
     (tmp_path / "saved" / "h").mkdir(parents=True)
     with pytest.raises(ConfigError, match="no schema in schema_dir"):
         load_schema(str(path), (str(tmp_path / "saved"),))
+
+
+def test_a_value_the_check_recurses_on_forever_gets_a_row_error():
+    """`then: {$ref: "#"}` under an `if` the value meets: jsonschema recursed without end and the
+    RecursionError escaped as a traceback; the value gets a one-line problem, others are judged."""
+    checker = RecordChecker({"if": {"const": 1}, "then": {"$ref": "#"}, "type": "integer"})
+    assert checker.problem(2) is None and "type" in checker.problem("a")
+    problem = checker.problem(1)
+    assert problem.startswith("schema: the check recurses without end") and "\n" not in problem
+
+
+def test_a_schema_the_check_recurses_on_for_every_value_stops_before_work(tmp_path):
+    """`not: {if: {not: {$ref: "#"}}}` compiles (an `if` alone changes nothing) but jsonschema walks
+    the cycle on every value: a one-line ConfigError (exit 2) at load, not a failed row each."""
+    schema = {"not": {"if": {"not": {"$ref": "#"}}, "type": "string"}}
+    compile_program(schema, GrammarOptions())  # the grammar takes it
+    path = _write(tmp_path, {"loop.json": schema})
+    with pytest.raises(ConfigError, match="recurses without end"):
+        load_schema(str(path))
+    path = _write(tmp_path, {"ok.json": {"if": {"const": 1}, "then": {"$ref": "#"}}})
+    assert load_schema(str(path))["then"] == {"$ref": "#"}  # a cycle only some values walk: their rows say so

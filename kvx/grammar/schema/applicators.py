@@ -26,7 +26,9 @@ MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternativ
 class Piece:
     ptr: str
     path: tuple  # pointers of the pieces this one was reached through, outermost first
-    annotates: bool = True  # False under `not` (and if's negation): its keywords evaluate nothing
+    # the pieces its annotations reach, besides itself: those from path[seen_from] down. Under a `not`
+    # (or if's negation) that is the negated schema and what it reaches, never the pieces above it
+    seen_from: int = 0
 
 
 Alternative = tuple  # of Piece
@@ -59,7 +61,7 @@ class Applicators:
         """The union of conjunctions of pieces that apply to a value under all of `pointers`."""
         alts: list[Alternative] = [()]
         for ptr in pointers:
-            alts = self._product(alts, self._one(ptr, (), frozenset(), True), ptr)
+            alts = self._product(alts, self._one(ptr, (), frozenset(), 0), ptr)
         return _dedupe(alts)
 
     def _product(self, a: list, b: list, ptr: str) -> list:
@@ -78,8 +80,8 @@ class Applicators:
             return self._product(out, [()], ptr)  # raises
         return out
 
-    def _one(self, ptr: str, path: tuple, active: frozenset, notes: bool) -> list[Alternative]:
-        """`notes`: the pieces produce annotations (unevaluated* scopes); not under a negation."""
+    def _one(self, ptr: str, path: tuple, active: frozenset, seen_from: int) -> list[Alternative]:
+        """`seen_from`: the pieces' annotations (unevaluated* scopes) reach path[seen_from:] (Piece)."""
         node = self.doc.at(ptr)
         if node is True:
             return [()]
@@ -96,47 +98,47 @@ class Applicators:
             hit = self._walked.get(ptr)
             if hit is not None:
                 return hit
-            path, notes = (), True
+            path, seen_from = (), 0
         self._check_shape(ptr, node)
         active = active | {ptr}
         inner = path + (ptr,) if self.subsets else ()
-        alts = self._expand(ptr, node, path, inner, active, notes)
+        alts = self._expand(ptr, node, path, inner, active, seen_from)
         if not self.subsets:
             self._walked[ptr] = alts
         return alts
 
     def _expand(self, ptr: str, node: dict, path: tuple, inner: tuple, active: frozenset,
-                notes: bool) -> list[Alternative]:
+                seen_from: int) -> list[Alternative]:
         if "$ref" in node and self.doc.dialect in LEGACY:  # draft <= 7: $ref replaces its siblings
             target = self._target(node["$ref"], ptr)
-            return [] if target is None else self._one(target, path, active, notes)
-        alts: list[Alternative] = [(Piece(ptr, path, notes),)]
+            return [] if target is None else self._one(target, path, active, seen_from)
+        alts: list[Alternative] = [(Piece(ptr, path, seen_from),)]
         for kw in ("$ref", "kvx:ref"):
             if kw in node:
                 target = self._target(node[kw], ptr) if kw == "$ref" else node[kw]
-                alts = [] if target is None else self._product(alts, self._one(target, inner, active, notes), ptr)
+                alts = [] if target is None else self._product(alts, self._one(target, inner, active, seen_from), ptr)
         for i in range(len(node.get("allOf", []))):
-            alts = self._product(alts, self._one(f"{ptr}/allOf/{i}", inner, active, notes), ptr)
+            alts = self._product(alts, self._one(f"{ptr}/allOf/{i}", inner, active, seen_from), ptr)
         if "anyOf" in node:
-            alts = self._product(alts, self._any_of(ptr, inner, active, notes), ptr)
+            alts = self._product(alts, self._any_of(ptr, inner, active, seen_from), ptr)
         if "oneOf" in node:
             n = len(node["oneOf"])
             if n > 1:
                 self.notes.post_check("oneOf", ptr, "generated as anyOf: that exactly one branch holds")
-            branches = [self._one(f"{ptr}/oneOf/{i}", inner, active, notes) for i in range(n)]
+            branches = [self._one(f"{ptr}/oneOf/{i}", inner, active, seen_from) for i in range(n)]
             alts = self._product(alts, self._union(branches, ptr), ptr)
         if "not" in node:
             negated = self._negation(f"{ptr}/not", ptr, "not")
             if negated is not None:
-                alts = self._product(alts, self._one(negated, inner, active, False), ptr)
+                alts = self._product(alts, self._one(negated, inner, active, len(inner)), ptr)
         if "if" in node:
-            alts = self._product(alts, self._if(ptr, node, inner, active, notes), ptr)
+            alts = self._product(alts, self._if(ptr, node, inner, active, seen_from), ptr)
         for kw in ("dependentRequired", "dependentSchemas", "dependencies"):
-            for choice in self._dependencies(ptr, kw, node.get(kw) or {}, inner, active, notes):
+            for choice in self._dependencies(ptr, kw, node.get(kw) or {}, inner, active, seen_from):
                 alts = self._product(alts, choice, ptr)
         return alts
 
-    def _dependencies(self, ptr: str, kw: str, deps: dict, inner: tuple, active: frozenset, notes: bool):
+    def _dependencies(self, ptr: str, kw: str, deps: dict, inner: tuple, active: frozenset, seen_from: int):
         """One union of alternatives per dependency. Keys that require the same names are one choice,
         none of them or those names ((not a or L) and (not b or L) = (not a and not b) or L):
         snapcraft's 16 keys that each need `daemon` are 2 alternatives, not 2^16."""
@@ -146,10 +148,10 @@ class Applicators:
                 sharing.setdefault(tuple(dep), []).append(key)
         for key, dep in deps.items():
             if not isinstance(dep, list) or len(sharing[tuple(dep)]) == 1:
-                yield self._dependency(ptr, kw, key, dep, inner, active, notes)
+                yield self._dependency(ptr, kw, key, dep, inner, active, seen_from)
         for names, keys in sharing.items():
             if len(keys) > 1 and names:
-                yield self._absent_or(ptr, (kw, tuple(keys)), keys, {"required": list(names)}, inner, active, notes)
+                yield self._absent_or(ptr, (kw, tuple(keys)), keys, {"required": list(names)}, inner, active, seen_from)
 
     def applicable(self, pointers: tuple, limit: int = 64) -> tuple:
         """Every schema that may apply in place to a value at `pointers` (the schemas, their $ref
@@ -250,9 +252,9 @@ class Applicators:
             self.notes.post_check(keyword, ptr, f"not enforced while generating ({err})")
             return None
 
-    def _any_of(self, ptr: str, inner: tuple, active: frozenset, notes: bool) -> list:
+    def _any_of(self, ptr: str, inner: tuple, active: frozenset, seen_from: int) -> list:
         n = len(self.doc.at(ptr)["anyOf"])
-        branches = [self._one(f"{ptr}/anyOf/{i}", inner, active, notes) for i in range(n)]
+        branches = [self._one(f"{ptr}/anyOf/{i}", inner, active, seen_from) for i in range(n)]
         if not self.subsets or n == 1 or n > MAX_SUBSET_BRANCHES:
             return self._union(branches, ptr)
         out = []
@@ -264,31 +266,31 @@ class Applicators:
                 out = self._union([out, part], ptr)
         return out
 
-    def _if(self, ptr: str, node: dict, inner: tuple, active: frozenset, notes: bool) -> list:
-        cond = self._one(f"{ptr}/if", inner, active, notes)
+    def _if(self, ptr: str, node: dict, inner: tuple, active: frozenset, seen_from: int) -> list:
+        cond = self._one(f"{ptr}/if", inner, active, seen_from)
         if "then" in node:
-            cond = self._product(cond, self._one(f"{ptr}/then", inner, active, notes), ptr)
+            cond = self._product(cond, self._one(f"{ptr}/then", inner, active, seen_from), ptr)
         negated = self._negation(f"{ptr}/if", ptr, "if")
-        other = [()] if negated is None else self._one(negated, inner, active, False)
+        other = [()] if negated is None else self._one(negated, inner, active, len(inner))
         if "else" in node:
-            other = self._product(other, self._one(f"{ptr}/else", inner, active, notes), ptr)
+            other = self._product(other, self._one(f"{ptr}/else", inner, active, seen_from), ptr)
         return self._union([cond, other], ptr)
 
     def _dependency(self, ptr: str, kw: str, key: str, dep, inner: tuple, active: frozenset,
-                    notes: bool) -> list:
+                    seen_from: int) -> list:
         """key absent, or present with its dependency (names that must be there too, or a schema)."""
         present = {"required": [key] + dep} if isinstance(dep, list) else \
             {"required": [key], "kvx:ref": f"{ptr}/{kw}/{escape(key)}"}
-        return self._absent_or(ptr, (kw, key), [key], present, inner, active, notes)
+        return self._absent_or(ptr, (kw, key), [key], present, inner, active, seen_from)
 
     def _absent_or(self, ptr: str, key: tuple, absent: list, present: dict, inner: tuple, active: frozenset,
-                   notes: bool) -> list:
+                   seen_from: int) -> list:
         """The union of `absent` keys missing and the `present` schema (synthesised once per key)."""
         if (ptr, *key) not in self._synthesised:
             self._synthesised[(ptr, *key)] = (self.doc.synthesise({"kvx:absent": absent}, ptr),
                                               self.doc.synthesise(present, ptr))
         none, some = self._synthesised[(ptr, *key)]
-        return self._union([self._one(none, inner, active, notes), self._one(some, inner, active, notes)], ptr)
+        return self._union([self._one(none, inner, active, seen_from), self._one(some, inner, active, seen_from)], ptr)
 
 
 def _dedupe(alts: list) -> list:

@@ -40,9 +40,9 @@ class Slots(Protocol):
 
 
 def scopes(alt: Alternative) -> list[list[int]]:
-    """For each piece, the pieces whose annotations it sees (itself and those reached through it,
-    except under a negation)."""
-    return [[j for j, q in enumerate(alt) if q.annotates and (j == i or p.ptr in q.path)] for i, p in enumerate(alt)]
+    """For each piece, the pieces whose annotations it sees: itself and those reached through it,
+    except across a negation (a piece inside a `not` still sees the pieces inside it)."""
+    return [[j for j, q in enumerate(alt) if j == i or p.ptr in q.path[q.seen_from:]] for i, p in enumerate(alt)]
 
 
 class Body:

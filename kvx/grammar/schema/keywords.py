@@ -17,6 +17,7 @@ ENFORCED = {"type", "enum", "const", "properties", "required", "additionalProper
             "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "nullable",
             "patternProperties", "minProperties", "maxProperties", "propertyNames", "contains",
             "minContains", "maxContains", "multipleOf", "unevaluatedProperties", "unevaluatedItems"}
+UNEVALUATED = ("unevaluatedItems", "unevaluatedProperties")  # read with what the applicators evaluate
 # a length or item count above this is left to the check after generation: its exact counter is the
 # bound times the automaton of one character or item (a plain `maxLength: 10000` would be 200,000
 # states, past the cap), and a record ends within --max-tokens (256 by default) long before it

@@ -171,7 +171,8 @@ class ObjectBody(Body):
 
     def _name_ok(self, key: str) -> bool:
         """A declared key within every propertyNames (its enum and applicators too)."""
-        return all(self.s.scalars.satisfies(key, node["propertyNames"]) for node in self.nodes if "propertyNames" in node)
+        return all(self.s.scalars.satisfies(key, node["propertyNames"], f"{piece.ptr}/propertyNames")
+                   for piece, node in zip(self.alt, self.nodes) if "propertyNames" in node)
 
     # ---- keys nobody declared -----------------------------------------------------------------
     def _silent_about_others(self) -> bool:

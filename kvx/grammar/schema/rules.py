@@ -261,11 +261,10 @@ class RuleBuilder:
 
     def _check_exclusions(self, pieces: list, types: set) -> None:
         """`not` of an object or array value: refused unless that value is impossible here anyway."""
-        rest = [(p, {k: x for k, x in n.items() if k != "kvx:exclude"}) for p, n in pieces]
         for ptr, node in pieces:
             for v in node.get("kvx:exclude", []):
                 if isinstance(v, (dict, list)) and ("object" if isinstance(v, dict) else "array") in types \
-                        and all(self.scalars.valid(v, p, n) for p, n in rest):
+                        and all(self.scalars.built_in(v, p, n) for p, n in pieces):
                     where = self.notes.where(ptr)
                     raise UnsupportedSchema(f"unsupported keyword 'not' at {where} (excluding an object or array "
                                             "value)", "not", where)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal
 
 from kvx.grammar.automata import deadline
@@ -16,7 +18,7 @@ from kvx.grammar.automata.dfa_ops import product, repeat
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
-from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, Notes
+from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
 from kvx.grammar.schema.values import json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
@@ -25,6 +27,30 @@ PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # `maxLength: 2048` with a pattern ran past the state cap), and a record rarely writes that much
 LONG_WITH_PATTERN = 256
 _BODIES: dict[tuple, ra.Node | TooLarge] = {}  # (StringSpec, max_states) -> string_body or its cap's error
+_JUDGING: ContextVar["Scalars"] = ContextVar("kvx_judging")  # whose internal keywords a running check reads
+
+
+def _internal_keyword(name: str):
+    """jsonschema's reading of one internal keyword: as the grammar reads it, by the Scalars judging."""
+    def check(validator, spec, instance, schema):
+        scalars = _JUDGING.get()
+        if name == "kvx:ref":
+            yield from validator.descend(instance, scalars.doc.at(spec))
+        elif not scalars.holds(name, spec, instance):
+            import jsonschema
+
+            yield jsonschema.ValidationError(f"{name} fails")
+    return check
+
+
+@lru_cache(maxsize=None)
+def reading_internal(cls):
+    """The validator class `cls` with the internal keywords of negate.py, so that one nested in a
+    piece's own keywords counts (a negated `properties: {a: {const: 1}}` is `properties: {a:
+    {kvx:ref: <not const 1>}}`, which plain jsonschema reads as `{}`)."""
+    from jsonschema.validators import extend
+
+    return extend(cls, {kw: _internal_keyword(kw) for kw in INTERNAL})
 
 
 @dataclass(frozen=True)
@@ -78,10 +104,10 @@ class Scalars:
         return self.notes.where(ptr)
 
     # ---- enum members -----------------------------------------------------------------------
-    def satisfies(self, value, schema) -> bool:
-        """Does `value` satisfy the whole of `schema` (enum, applicators and refs included), as the
-        record check judges it? For a declared key against propertyNames."""
-        return self._checks(value, schema, "whole", schema)
+    def satisfies(self, value, schema, ptr: str) -> bool:
+        """Does `value` satisfy the whole of `schema` (at `ptr`; enum, applicators and refs included),
+        as the record check judges it? For a declared key against propertyNames."""
+        return self._checks(value, schema, "whole", ptr, schema)
 
     def valid(self, value, ptr: str, node: dict) -> bool:
         """Does `value` satisfy the piece's own keywords (its applicators are other pieces; enum
@@ -92,14 +118,24 @@ class Scalars:
             return False
         if node.get("nullable") is True and value is None:
             return True
-        whole = "unevaluatedItems" in node or "unevaluatedProperties" in node
-        return self._checks(value, node, "own", lambda: {k: v for k, v in node.items() if k not in INTERNAL
+        whole = any(k in node for k in UNEVALUATED)
+        return self._checks(value, node, "own", ptr, lambda: {k: v for k, v in node.items() if k not in INTERNAL
                                                          and k not in ("enum", "const") and (whole or k not in APPLICATORS)})
 
-    def _checks(self, value, node, reading: Literal["whole", "own"], schema) -> bool:
-        """jsonschema's verdict on `value` under `schema` (or what the callable makes of `node`), its
-        validator built once per node and reading ("whole", "own"); an empty schema (a piece of
-        applicators alone, `{"$ref": ...}` above a large enum) holds every value."""
+    def built_in(self, value, ptr: str, node: dict) -> bool:
+        """Can the container `value` come out of the piece's own rule at all? Its own keywords but
+        neither its applicators nor unevaluated*: never a stricter verdict than the grammar's (a whole
+        reading would count the very `not` that asks whether the value must be excluded)."""
+        if not self._internal_ok(value, {k: x for k, x in node.items() if k != "kvx:exclude"}):
+            return False
+        return self._checks(value, node, "built", ptr, lambda: {k: v for k, v in node.items() if k not in INTERNAL
+                                                           and k not in APPLICATORS and k not in UNEVALUATED})
+
+    def _checks(self, value, node, reading: Literal["whole", "own", "built"], ptr: str, schema) -> bool:
+        """jsonschema's verdict on `value` under `schema` (or what the callable makes of `node`, at
+        `ptr`), its validator built once per node and reading ("whole", "own", "built"); an empty
+        schema (a piece of applicators alone, `{"$ref": ...}` above a large enum) holds every value.
+        A schema the check cannot judge without recursing forever is refused."""
         import jsonschema
 
         checker = self._validators.get((id(node), reading))
@@ -107,22 +143,29 @@ class Scalars:
             schema = schema() if callable(schema) else schema
             if self._validator is None:
                 cls = self._validator_class
-                self._validator = cls(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+                self._validator = reading_internal(cls)(self.doc.root, format_checker=cls.FORMAT_CHECKER)
             checker = self._validators[(id(node), reading)] = (node, self._validator.evolve(schema=schema)
                                                                if schema != {} else None)
         if checker[1] is None:
             return True
+        judging = _JUDGING.set(self)
         try:
             return checker[1].is_valid(value)
+        except RecursionError:
+            where = self.where(ptr)
+            raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (the record check recurses without end: "
+                                    "a schema that applies to itself without a nested value)", "$ref", where) from None
         except jsonschema.exceptions.RefResolutionError:
             return False
+        finally:
+            _JUDGING.reset(judging)
 
     def _has_failing_member(self, value: dict, spec: dict) -> bool:
         """A member of `value` in the key region of `spec` (kvx:someKey) whose value fails its schema,
         or whose key fails propertyNames."""
         if "notNames" in spec:
             names = self.doc.at(spec["notNames"])
-            return any(not self.satisfies(k, names) for k in value)
+            return any(not self.satisfies(k, names, spec["notNames"]) for k in value)
 
         def in_region(key: str) -> bool:
             if "pattern" in spec:
@@ -130,7 +173,7 @@ class Scalars:
             return key not in spec["except"] and not any(self.matches(p, key) for p in spec["exceptPatterns"])
 
         failing = self.doc.at(spec["fails"])
-        return any(in_region(k) and not self.satisfies(v, failing) for k, v in value.items())
+        return any(in_region(k) and not self.satisfies(v, failing, spec["fails"]) for k, v in value.items())
 
     def matches(self, pattern: str, text: str, ptr: str = "") -> bool:
         """Does the decoded string `text` hold a match of `pattern`, as the grammar reads patterns?"""
@@ -138,24 +181,27 @@ class Scalars:
         return d is not None and d.accepts(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
 
     def _internal_ok(self, value, node: dict) -> bool:
-        if any(json_equal(value, x) for x in node.get("kvx:exclude", [])):
-            return False
-        if isinstance(value, dict) and any(k in value for k in node.get("kvx:absent", [])):
-            return False
-        if isinstance(value, dict) and "kvx:someKey" in node and not self._has_failing_member(value, node["kvx:someKey"]):
-            return False
+        return all(self.holds(kw, node[kw], value) for kw in INTERNAL if kw in node and kw != "kvx:ref")
+
+    def holds(self, keyword: str, spec, value) -> bool:
+        """Does `value` meet the internal keyword (negate.py) `keyword: spec`? (kvx:ref is a schema.)"""
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if number and any(float(value).is_integer() and int(value) % int(m) == 0 for m in node.get("kvx:notMultipleOf", [])):
-            return False
-        if number and node.get("kvx:fraction"):
-            return not float(value).is_integer()
-        if isinstance(value, str) and any(self.matches(p, value) for p in node.get("kvx:notPattern", [])):
-            return False
-        if isinstance(value, str) and "kvx:notFormat" in node:
-            d = self._format(node["kvx:notFormat"], "")
-            if d not in (None, False) and d.accepts(json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8")):
-                return False
-        return True
+        if keyword == "kvx:exclude":
+            return not any(json_equal(value, x) for x in spec)
+        if keyword == "kvx:absent":
+            return not isinstance(value, dict) or not any(k in value for k in spec)
+        if keyword == "kvx:someKey":
+            return not isinstance(value, dict) or self._has_failing_member(value, spec)
+        if keyword == "kvx:notMultipleOf":
+            return not number or not any(float(value).is_integer() and int(value) % int(m) == 0 for m in spec)
+        if keyword == "kvx:fraction":
+            return not number or not spec or not float(value).is_integer()
+        if keyword == "kvx:notPattern":
+            return not isinstance(value, str) or not any(self.matches(p, value) for p in spec)
+        if keyword == "kvx:notFormat":
+            d = self._format(spec, "") if isinstance(value, str) else None
+            return d in (None, False) or not d.accepts(json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"))
+        raise ValueError(f"not an internal keyword: {keyword}")
 
     # ---- numbers ----------------------------------------------------------------------------
     def number(self, pieces: list, integer: bool) -> ra.Node:
