@@ -16,6 +16,7 @@ from kvx.io.json_values import decode_problem, value_problem
 
 SNIPPET = 120  # characters of a bad output quoted in its row's error message
 MAX_SCHEMA_DEPTH = 128  # JSON nesting levels; jsonschema and the grammar recurse per level
+RECURSES = "schema: the check recurses without end on this value (a $ref cycle that applies to the same value)"
 
 
 def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
@@ -51,16 +52,8 @@ def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
 def _recurses_forever(schema: dict) -> bool:
     """A cycle the check walks on every value (`not: {if: {not: {$ref: "#"}}}`, which the grammar may
     well compile: an `if` alone changes nothing) would fail every row: stop before any work instead."""
-    cls = validator_for(schema, default=Draft202012Validator)
-    validator = cls(schema)
-    for probe in (None, {}, [], "", 0):
-        try:
-            validator.is_valid(probe)
-        except RecursionError:
-            return True
-        except referencing.exceptions.Unresolvable:
-            return False
-    return False
+    checker = RecordChecker(schema)
+    return any(checker.problem(probe) == RECURSES for probe in (None, {}, [], "", 0))
 
 
 def _pointer(path) -> str:
@@ -79,7 +72,7 @@ class RecordChecker:
         except referencing.exceptions.Unresolvable as e:  # a value reached a $ref the schema cannot resolve
             return f"schema: cannot resolve the $ref {e.ref!r}"
         except RecursionError:  # a $ref cycle this value walks without end (`then: {$ref: "#"}` under an if it meets)
-            return "schema: the check recurses without end on this value (a $ref cycle that applies to the same value)"
+            return RECURSES
         if error is None:
             return None
         return f"schema: {error.message} at {_pointer(error.absolute_path)}"

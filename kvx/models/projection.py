@@ -7,9 +7,9 @@ instead of ~8,400 (measured: the casts were a quarter of a bf16 engine step on a
 
 Two routes. F.linear (MKL's sgemm or oneDNN's bf16 matmul), and oneDNN over a weight reordered
 once into its blocked layout: plain calls repack the weight every time, which dominates at the few
-rows of a decode step. Packed are every bfloat16 host matrix where oneDNN has a bf16 path (AVX-512
-or AVX-NE-CONVERT; an AVX2-only CPU keeps F.linear) (oneDNN / F.linear time on a 2-core
-AMX CPU: 0.5-0.6 at 16 rows, 0.6-0.8 at 128, about 1.0 from 1,024 rows up) and float32 host
+rows of a decode step. Packed are every bfloat16 host matrix where oneDNN has a bf16 path, AVX-512
+or AVX-NE-CONVERT, an AVX2-only CPU keeping F.linear (oneDNN / F.linear time on a 2-core
+AMX CPU: 0.5-0.6 at 16 rows, 0.6-0.8 at 128, about 1.0 from 1,024 rows up), and float32 host
 matrices at least as wide as deep (qkv, o_proj, gate_up, the vocabulary head). Float32, measured on
 a 2-core AVX2 CPU, oneDNN / MKL time:
   rows           16    60    128   512   8192

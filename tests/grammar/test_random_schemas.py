@@ -159,15 +159,21 @@ def accepts_in_some_key_order(program, value) -> bool:
     return any(len(st) == 1 and program.final[st[0]] for st in _after(program, value, {(program.start,)}))
 
 
+def _holder(schema: dict, ptr: str) -> tuple[dict, str]:
+    """(the schema object holding the keyword at `ptr`, that keyword)."""
+    parts = [p.replace("~1", "/").replace("~0", "~") for p in ptr.split("/")[1:]]
+    node = schema
+    for p in parts[:-1]:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    return node, parts[-1]
+
+
 def without(schema: dict, pointers: list[str]) -> dict:
     """The schema without the keywords at `pointers` (those kvx leaves to the record check)."""
     out = copy.deepcopy(schema)
     for ptr in sorted(pointers, key=lambda p: -p.count("/")):  # inner ones first: an outer one holds them
-        parts = [p.replace("~1", "/").replace("~0", "~") for p in ptr.split("/")[1:]]
-        node = out
-        for p in parts[:-1]:
-            node = node[int(p)] if isinstance(node, list) else node[p]
-        node.pop(parts[-1], None)
+        node, kw = _holder(out, ptr)
+        node.pop(kw, None)
     return out
 
 
@@ -175,11 +181,8 @@ def one_of_read_as_any_of(schema: dict, pointers: list[str]) -> dict:
     """The schema with the oneOf at each of `pointers` read as the anyOf kvx generates it as."""
     out = copy.deepcopy(schema)
     for ptr in pointers:
-        parts = [p.replace("~1", "/").replace("~0", "~") for p in ptr.split("/")[1:]]
-        node = out
-        for p in parts[:-1]:
-            node = node[int(p)] if isinstance(node, list) else node[p]
-        if parts and parts[-1] == "oneOf" and "oneOf" in node:
+        node, kw = _holder(out, ptr)
+        if kw == "oneOf" and "oneOf" in node:
             node.setdefault("allOf", []).append({"anyOf": node.pop("oneOf")})
     return out
 

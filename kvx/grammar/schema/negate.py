@@ -7,8 +7,8 @@ The result uses ordinary keywords plus a few internal ones the compiler alone re
 (values), `kvx:absent` (keys), `kvx:notPattern`, `kvx:notFormat`, `kvx:fraction` (a number that is
 not an integer), `kvx:notMultipleOf` (a number off the multiples of a whole number), `kvx:someKey` (a
 member whose key is in a pattern's or additionalProperties' region and whose value fails its schema,
-or whose key fails propertyNames) and `kvx:ref` (a pointer, for a schema already in the document). Forms it cannot write raise UnsupportedSchema naming
-`not` and the keyword.
+or whose key fails propertyNames) and `kvx:ref` (a pointer, for a schema already in the document).
+Forms it cannot write raise UnsupportedSchema naming `not` and the keyword.
 """
 from __future__ import annotations
 
@@ -153,8 +153,9 @@ class Negator:
             return [{"type": "number", "kvx:notMultipleOf": [value]}]
         if kw in DEPENDENCIES[self.doc.dialect in LEGACY] and isinstance(value, dict):
             return self._dependencies(sub, value, depth)
-        if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf", "dependentRequired", "dependentSchemas", "dependencies",
-                  "unevaluatedItems", "unevaluatedProperties", "$dynamicRef", "$recursiveRef"):
+        if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf", "dependentRequired",
+                  "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$dynamicRef",
+                  "$recursiveRef"):
             self._refuse(ptr, kw)
         return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere
 

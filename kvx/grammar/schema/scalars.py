@@ -19,7 +19,7 @@ from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
-from kvx.grammar.schema.values import json_equal
+from kvx.grammar.schema.values import dumps, json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # a length bound above this, on a string that also has a pattern or format, is left to the check
@@ -51,6 +51,11 @@ def reading_internal(cls):
     from jsonschema.validators import extend
 
     return extend(cls, {kw: _internal_keyword(kw) for kw in INTERNAL})
+
+
+def _written(text: str) -> bytes:
+    """A string's body (between the quotes) as kvx writes it: what patterns and formats read."""
+    return dumps(text)[1:-1].encode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -126,7 +131,7 @@ class Scalars:
         """Can the container `value` come out of the piece's own rule at all? Its own keywords but
         neither its applicators nor unevaluated*: never a stricter verdict than the grammar's (a whole
         reading would count the very `not` that asks whether the value must be excluded)."""
-        if not self._internal_ok(value, {k: x for k, x in node.items() if k != "kvx:exclude"}):
+        if not self._internal_ok(value, node, but="kvx:exclude"):
             return False
         return self._checks(value, node, "built", ptr, lambda: {k: v for k, v in node.items() if k not in INTERNAL
                                                            and k not in APPLICATORS and k not in UNEVALUATED})
@@ -178,10 +183,12 @@ class Scalars:
     def matches(self, pattern: str, text: str, ptr: str = "") -> bool:
         """Does the decoded string `text` hold a match of `pattern`, as the grammar reads patterns?"""
         d = self._pattern(pattern, ptr)
-        return d is not None and d.accepts(json.dumps(text, ensure_ascii=False)[1:-1].encode("utf-8"))
+        return d is not None and d.accepts(_written(text))
 
-    def _internal_ok(self, value, node: dict) -> bool:
-        return all(self.holds(kw, node[kw], value) for kw in INTERNAL if kw in node and kw != "kvx:ref")
+    def _internal_ok(self, value, node: dict, but: str = "kvx:ref") -> bool:
+        """`value` meets the piece's internal keywords, all but `but` (kvx:ref is a schema, a piece
+        of its own)."""
+        return all(self.holds(kw, node[kw], value) for kw in INTERNAL if kw in node and kw not in (but, "kvx:ref"))
 
     def holds(self, keyword: str, spec, value) -> bool:
         """Does `value` meet the internal keyword (negate.py) `keyword: spec`? (kvx:ref is a schema.)"""
@@ -200,7 +207,7 @@ class Scalars:
             return not isinstance(value, str) or not any(self.matches(p, value) for p in spec)
         if keyword == "kvx:notFormat":
             d = self._format(spec, "") if isinstance(value, str) else None
-            return d in (None, False) or not d.accepts(json.dumps(value, ensure_ascii=False)[1:-1].encode("utf-8"))
+            return d in (None, False) or not d.accepts(_written(value))
         raise ValueError(f"not an internal keyword: {keyword}")
 
     # ---- numbers ----------------------------------------------------------------------------
