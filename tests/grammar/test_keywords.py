@@ -331,6 +331,41 @@ def test_the_grammar_reads_a_schema_in_the_draft_the_check_does(uri, reads_as):
     assert any("read as draft 2020-12" in w for w in warnings) == (reads_as == "2020-12")  # none of them names one it knows
 
 
+D4, D6 = "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-06/schema#"
+
+
+@pytest.mark.parametrize("schema", [
+    {"$schema": D4, "anyOf": [{"not": {"const": 1}}, {"type": "string"}]},
+    {"$schema": D6, "anyOf": [{"not": {"if": {"type": "integer"}, "then": {"minimum": 5}}}, {"type": "string"}]},
+    {"anyOf": [{"not": {"dependencies": {"a": ["b"]}}}, {"type": "integer"}]}])  # 2020-12 has dependentRequired
+def test_a_negated_keyword_of_another_draft_is_read_as_the_check_reads_it(schema):
+    """A keyword the schema's draft does not have (draft 4's `const`, draft 6's `if`, 2020-12's
+    `dependencies`) holds everywhere for the record check, so its negation holds nowhere: negated as
+    written, `not: {const: 1}` let 2 through in draft 4, where the check refuses every value there."""
+    values = [1, 2, 7, "s", None, {}, {"a": 1}, {"a": 1, "b": 2}, [1]]
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.validators.validator_for(schema)(schema)
+    for value in values:
+        text = json.dumps(value, separators=(",", ":"))
+        assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
+
+
+def test_a_keyword_of_another_draft_is_enforced_as_written_and_said():
+    """Outside a negation such a keyword is enforced as its author meant it (a draft-04 schema's
+    `if`/`const` discriminator): that only narrows what is written, every text stays valid for the
+    check, and a warning names the keyword and the dialect."""
+    schema = {"$schema": D4, "type": "object", "properties": {"kind": {"enum": ["a", "b"]}, "x": {"type": "integer"}},
+              "required": ["kind"], "if": {"properties": {"kind": {"const": "a"}}}, "then": {"required": ["x"]}}
+    result = compile_program(schema, GrammarOptions(extra_keys="schema"))
+    check = jsonschema.Draft4Validator(schema)
+    texts = ['{"kind":"a","x":1}', '{"kind":"a"}', '{"kind":"b"}', '{"kind":"b","x":2}']
+    accepted = [t for t in texts if result.program.accepts(t.encode())]
+    assert accepted == ['{"kind":"a","x":1}', '{"kind":"b"}', '{"kind":"b","x":2}']
+    assert all(check.is_valid(json.loads(t)) for t in texts)
+    assert any("keyword 'if' at / is not one of the schema's dialect (draft4)" in w for w in result.warnings)
+    assert any("keyword 'const' at /if/properties/kind" in w for w in result.warnings)
+
+
 def test_draft_3_is_refused_and_a_custom_meta_schema_read_as_the_check_reads_it():
     """A custom meta-schema (not fetched: its vocabularies unknown) is read as draft 2020-12, the
     dialect jsonschema's record check gives it, with a warning; draft 3 is refused."""

@@ -16,7 +16,7 @@ from kvx.grammar.errors import UnsupportedSchema, too_large
 from kvx.grammar.schema.discriminators import Discriminators
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.negate import Negator
-from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
+from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape, foreign_keywords
 
 MAX_ALTERNATIVES = 256
 MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternatives
@@ -49,6 +49,8 @@ class Applicators:
         self.doc = doc
         self.notes = notes
         self.negator = Negator(doc)
+        self.checked_negator = Negator(doc, as_the_check_reads=True)  # for `not` and the dialect's `if`
+        self.if_is_foreign = "if" in foreign_keywords(doc.dialect)  # draft 4 and 6: enforced as written
         self.discriminators = Discriminators(doc)
         self.subsets = uses_unevaluated(doc.root)
         self._synthesised: dict[tuple, tuple] = {}  # one pointer per made-up schema, so rules are shared
@@ -244,8 +246,9 @@ class Applicators:
     def _negation(self, target: str, ptr: str, keyword: str) -> str | None:
         """Pointer of the negation of `target`; None where lenient lets an unwritable one go
         (over-approximated, checked after generation)."""
+        negator = self.negator if keyword == "if" and self.if_is_foreign else self.checked_negator
         try:
-            return self.negator.negate(target)
+            return negator.negate(target)
         except UnsupportedSchema as err:
             if not self.notes.lenient:
                 raise

@@ -3,7 +3,7 @@ notes (warnings, post-checked pointers) it gathers while walking a schema."""
 from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.schema.refs import Document, escape
+from kvx.grammar.schema.refs import Document, escape, foreign_keywords
 
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 META = {"$schema", "$id", "id", "$anchor", "$defs", "definitions", "$comment", "title", "description",
@@ -90,8 +90,15 @@ class Notes:
             self.warnings.append(message)
 
     def check_keywords(self, ptr: str, node: dict) -> None:
-        """Unknown keywords are annotations (a warning); refused ones raise."""
+        """Unknown keywords are annotations (a warning); refused ones raise. Another draft's keyword is
+        enforced as its author meant it (only narrowing what is written: a negation reads it as the
+        record check does, negate.py), and said so."""
+        foreign = foreign_keywords(self.doc.dialect)
         for kw in node:
+            if kw in foreign:
+                self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
+                               f"keyword '{kw}' at {self.where(ptr)} is not one of the schema's dialect "
+                               f"({self.doc.dialect}): enforced while generating, not by the record check")
             if kw in ENFORCED or kw in META or kw in APPLICATORS or kw in INTERNAL:
                 continue
             if kw == "uniqueItems":

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.keywords import INTERNAL, META, TYPES
-from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape
+from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape, foreign_keywords
 from kvx.grammar.schema.scalars import count_keyword
 
 MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
-# the dependency keywords jsonschema reads in a dialect (LEGACY or not); the other spelling stays refused
-DEPENDENCIES = {True: ("dependencies",), False: ("dependentRequired", "dependentSchemas")}
 
 
 def _integral(value) -> bool:
@@ -29,9 +27,15 @@ def _integral(value) -> bool:
 
 
 class Negator:
-    def __init__(self, doc: Document):
+    def __init__(self, doc: Document, as_the_check_reads: bool = False):
+        """`as_the_check_reads`: for the negations the schema itself makes (`not`, a dialect's `if`),
+        another draft's keyword (refs.foreign_keywords) is read as the record check reads it, holding
+        everywhere, so its negation is nowhere: negated as written, it would let through values the
+        check refuses. Elsewhere (what the compiler builds from complements: a foreign `if`, key
+        regions, contains counts) it is negated as written, so both halves read it alike."""
         self.doc = doc
         self.memo: dict[str, str] = {}
+        self.foreign = foreign_keywords(doc.dialect) if as_the_check_reads else frozenset()
 
     def negate(self, ptr: str, depth: int = 0) -> str:
         """Pointer of a schema that holds exactly where the schema at `ptr` does not."""
@@ -67,7 +71,8 @@ class Negator:
         branches: list = []
         for kw, value in node.items():
             # then/else are negated with `if`, draft 4's boolean exclusive* with minimum/maximum
-            if kw in META or kw in ("then", "else") or (kw.startswith("exclusiveM") and isinstance(value, bool)):
+            if (kw in META or kw in ("then", "else") or (kw.startswith("exclusiveM") and isinstance(value, bool))
+                    or kw in self.foreign):
                 continue
             branches += self._keyword(ptr, node, kw, value, depth)
         return {"anyOf": branches} if branches else False
@@ -151,7 +156,7 @@ class Negator:
                     for i in range(len(value))]  # item i is there and fails its schema
         if kw == "multipleOf" and _integral(value):  # a fraction, or an integer off the multiples
             return [{"type": "number", "kvx:notMultipleOf": [value]}]
-        if kw in DEPENDENCIES[self.doc.dialect in LEGACY] and isinstance(value, dict):
+        if kw in ("dependencies", "dependentRequired", "dependentSchemas") and isinstance(value, dict):
             return self._dependencies(sub, value, depth)
         if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf", "dependentRequired",
                   "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$dynamicRef",

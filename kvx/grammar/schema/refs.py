@@ -6,6 +6,7 @@ the schema it was made from (`display`).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import unquote, urldefrag, urljoin
 
 import jsonschema
@@ -44,6 +45,18 @@ def dialect_of(root) -> str:
     before this is asked)."""
     cls = validator_for(root, default=None) if isinstance(root, dict) else None
     return DIALECTS.get(cls, "2020-12")
+
+
+@lru_cache(maxsize=None)
+def foreign_keywords(dialect: str) -> frozenset[str]:
+    """Keywords of other drafts that the record check does not read in `dialect` (draft 4's `const`,
+    draft 6's `if`, draft 7's `dependentRequired`, 2020-12's `dependencies`): jsonschema's validator
+    for the dialect has no rule for them. Not the dynamic references (refused on their own terms), nor
+    draft 4's exclusiveMinimum/Maximum (booleans its minimum/maximum read)."""
+    cls = next(c for c, name in DIALECTS.items() if name == dialect)
+    others = set().union(*(c.VALIDATORS for c in DIALECTS)) - set(cls.VALIDATORS)
+    kept = {"$dynamicRef", "$recursiveRef"} | ({"exclusiveMinimum", "exclusiveMaximum"} if dialect == "draft4" else set())
+    return frozenset(others - kept)
 
 
 def names_a_draft(uri: str) -> bool:
