@@ -366,6 +366,34 @@ def test_a_keyword_of_another_draft_is_enforced_as_written_and_said():
     assert any("keyword 'const' at /if/properties/kind" in w for w in result.warnings)
 
 
+@pytest.mark.parametrize("schema", [
+    {"$schema": D4, "allOf": [{"enum": [1, 2, "a"]}, {"not": {"maximum": 1.5}}]},
+    {"$schema": D4, "enum": [0, 1, 3], "not": {"minimum": -1, "exclusiveMinimum": True, "maximum": 2}},
+    {"$schema": D4, "enum": [[1], [1, 2], [], 3], "not": {"items": {"maximum": 1.5}}}])  # `contains`: 6 on
+def test_enum_members_are_judged_against_a_negation_in_its_own_words(schema):
+    """negate.py writes 2020-12's keywords (`not: {maximum: 1.5}` is `exclusiveMinimum: 1.5`); the
+    members of a draft-4 enum were judged with draft 4's validator, which reads a number
+    `exclusiveMinimum` (or `contains`) as nothing, so `1` was kept and written, a value the check refuses. A
+    synthesised schema is judged in 2020-12's words, the document's in its own dialect."""
+    values = [0, 1, 2, 3, "a", [], [1], [1, 2]]
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.validators.validator_for(schema)(schema)
+    for value in values:
+        text = json.dumps(value, separators=(",", ":"))
+        assert program.accepts(text.encode()) == check.is_valid(value), (schema, text)
+
+
+def test_a_schema_the_check_cannot_read_is_refused_with_the_place_its_draft_refuses():
+    """Draft 4 has no boolean schemas: jsonschema's draft-4 `items` fell over (`'bool' object is not
+    iterable`, a traceback) while kvx judged the enum members against the branches. The compile now
+    names the place the draft's meta-schema refuses, in one line (the CLI refuses such a schema when
+    it loads it)."""
+    schema = {"$schema": D4, "properties": {"a": {"anyOf": [{"oneOf": [{"type": "number"}, {"items": False}]}],
+                                                  "enum": [1, "a", []]}}}
+    with pytest.raises(UnsupportedSchema, match=r"^invalid schema: .* at /properties/a/anyOf/0/oneOf/1/items$"):
+        compile_program(schema)
+
+
 def test_draft_3_is_refused_and_a_custom_meta_schema_read_as_the_check_reads_it():
     """A custom meta-schema (not fetched: its vocabularies unknown) is read as draft 2020-12, the
     dialect jsonschema's record check gives it, with a warning; draft 3 is refused."""

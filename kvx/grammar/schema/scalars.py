@@ -19,6 +19,7 @@ from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
+from kvx.grammar.schema.refs import escape
 from kvx.grammar.schema.values import dumps, json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
@@ -35,7 +36,11 @@ def _internal_keyword(name: str):
     def check(validator, spec, instance, schema):
         scalars = _JUDGING.get()
         if name == "kvx:ref":
-            yield from validator.descend(instance, scalars.doc.at(spec))
+            reader = scalars.reader(spec)
+            if type(validator) is type(reader):
+                yield from validator.descend(instance, scalars.doc.at(spec))
+            else:  # between a synthesised schema and the document's: each read in its own dialect
+                yield from reader.evolve(schema=scalars.doc.at(spec)).iter_errors(instance)
         elif not scalars.holds(name, spec, instance):
             import jsonschema
 
@@ -102,7 +107,7 @@ class Scalars:
         self.doc = notes.doc
         self.max_states = max_states
         self._validator_class = validator_class
-        self._validator = None
+        self._readers: dict[bool, object] = {}  # synthesised? -> jsonschema validator reading internal keywords
         self._validators: dict[tuple, tuple] = {}  # (id(node), reading) -> (node, its validator)
 
     def where(self, ptr: str) -> str:
@@ -136,20 +141,30 @@ class Scalars:
         return self._checks(value, node, "built", ptr, lambda: {k: v for k, v in node.items() if k not in INTERNAL
                                                            and k not in APPLICATORS and k not in UNEVALUATED})
 
+    def reader(self, ptr: str):
+        """The validator that judges the schema at `ptr`: the document's dialect for its own schemas,
+        draft 2020-12 for those the compiler synthesised (negate.py writes 2020-12's keywords: a
+        number `exclusiveMinimum`, `prefixItems`, `maxContains`, which draft 4's or 7's validator
+        would misread or skip). Both read the internal keywords."""
+        synthesised = ptr.startswith("!")
+        if synthesised not in self._readers:
+            import jsonschema
+
+            cls = jsonschema.Draft202012Validator if synthesised else self._validator_class
+            self._readers[synthesised] = reading_internal(cls)(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+        return self._readers[synthesised]
+
     def _checks(self, value, node, reading: Literal["whole", "own", "built"], ptr: str, schema) -> bool:
         """jsonschema's verdict on `value` under `schema` (or what the callable makes of `node`, at
         `ptr`), its validator built once per node and reading ("whole", "own", "built"); an empty
         schema (a piece of applicators alone, `{"$ref": ...}` above a large enum) holds every value.
         A schema the check cannot judge without recursing forever is refused."""
-        import jsonschema
+        import referencing.exceptions
 
         checker = self._validators.get((id(node), reading))
         if checker is None:
             schema = schema() if callable(schema) else schema
-            if self._validator is None:
-                cls = self._validator_class
-                self._validator = reading_internal(cls)(self.doc.root, format_checker=cls.FORMAT_CHECKER)
-            checker = self._validators[(id(node), reading)] = (node, self._validator.evolve(schema=schema)
+            checker = self._validators[(id(node), reading)] = (node, self.reader(ptr).evolve(schema=schema)
                                                                if schema != {} else None)
         if checker[1] is None:
             return True
@@ -160,10 +175,27 @@ class Scalars:
             where = self.where(ptr)
             raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (the record check recurses without end: "
                                     "a schema that applies to itself without a nested value)", "$ref", where) from None
-        except jsonschema.exceptions.RefResolutionError:
+        except referencing.exceptions.Unresolvable:  # what jsonschema raises for a $ref to nothing
             return False
+        except (TypeError, AttributeError, KeyError, ValueError) as err:  # a schema its draft does not allow
+            raise self._unreadable(ptr, err) from None
         finally:
             _JUDGING.reset(judging)
+
+    def _unreadable(self, ptr: str, err: Exception) -> UnsupportedSchema:
+        """The check fell over reading the schema (draft 4's `items: false`: booleans are schemas from
+        draft 6 on): the first place the draft's meta-schema refuses, as the CLI says it when it loads
+        a schema (the compiler alone reads only the keywords it uses)."""
+        import jsonschema
+
+        cls = self._validator_class
+        error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(self.doc.root))
+        if error is None:
+            where = self.where(ptr)
+            return UnsupportedSchema(f"invalid schema: the record check cannot read it at {where} "
+                                     f"({type(err).__name__}: {err})", None, where)
+        where = "/" + "/".join(escape(str(p)) for p in error.absolute_path)
+        return UnsupportedSchema(f"invalid schema: {error.message} at {where}", None, where)
 
     def _has_failing_member(self, value: dict, spec: dict) -> bool:
         """A member of `value` in the key region of `spec` (kvx:someKey) whose value fails its schema,
