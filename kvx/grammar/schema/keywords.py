@@ -98,7 +98,8 @@ class Notes:
             if kw in foreign:
                 self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
                                f"keyword '{kw}' at {self.where(ptr)} is not one of the schema's dialect "
-                               f"({self.doc.dialect}): enforced while generating, not by the record check")
+                               f"({self.doc.dialect}): enforced while generating, not by the record check (a "
+                               f"$schema naming a draft that has it makes the check read it too)")
             if kw in ENFORCED or kw in META or kw in APPLICATORS or kw in INTERNAL:
                 continue
             if kw == "uniqueItems":
