@@ -385,6 +385,15 @@ def test_a_schema_the_check_cannot_read_is_refused_with_the_place_its_draft_refu
         compile_program(schema)
 
 
+@pytest.mark.parametrize("base", ["urn:uuid:deadbeef-1234-00ff-ff00-4321feebdaed", "tag:example.com,2026:ticket",
+                                  "urn:example:weather?=op=map&lat=39.56"])
+def test_a_pointer_ref_under_a_urn_base_is_local(base):
+    """urljoin leaves `#/$defs/bar` as it is under a scheme it does not know as hierarchical, so a
+    schema whose `$id` is a URN had its local pointer refused as a remote reference."""
+    schema = {"$id": base, "properties": {"foo": {"$ref": "#/$defs/bar"}}, "$defs": {"bar": {"type": "string"}}}
+    assert _first_disagreement(schema, [{"foo": "bar"}, {"foo": 12}, {}, {"foo": None}]) is None
+
+
 def test_draft_3_is_refused_and_a_custom_meta_schema_read_as_the_check_reads_it():
     """A custom meta-schema (not fetched: its vocabularies unknown) is read as draft 2020-12, the
     dialect jsonschema's record check gives it, with a warning; draft 3 is refused."""

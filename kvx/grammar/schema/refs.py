@@ -47,6 +47,12 @@ def dialect_of(root) -> str:
     return DIALECTS.get(cls, "2020-12")
 
 
+def join_uri(base: str, ref: str) -> str:
+    """`ref` resolved against `base`: urljoin, but a fragment alone always lands on the base (urljoin
+    leaves "#/$defs/x" as it is under a scheme it does not know as hierarchical, a `urn:` $id's)."""
+    return urldefrag(base)[0] + ref if ref.startswith("#") else urljoin(base, ref)
+
+
 @lru_cache(maxsize=None)
 def foreign_keywords(dialect: str) -> frozenset[str]:
     """Keywords of other drafts that the record check does not read in `dialect` (draft 4's `const`,
@@ -121,7 +127,7 @@ class Document:
             return
         ident = node.get(self.id_keyword)
         if isinstance(ident, str) and not ident.startswith("#"):
-            base = urldefrag(urljoin(base, ident))[0]
+            base = urldefrag(join_uri(base, ident))[0]
             self.resources.setdefault(base, pointer)
         elif isinstance(ident, str) and len(ident) > 1:  # draft <= 7: "#name" is a location name
             self.anchors.setdefault(f"{base}{ident}", pointer)
@@ -203,7 +209,7 @@ class Document:
         """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
         pointer = self.origin(pointer)
         where = self.display(f"{pointer}/$ref")
-        target = urljoin(self.base_of.get(pointer, ""), ref)
+        target = join_uri(self.base_of.get(pointer, ""), ref)
         uri, fragment = urldefrag(target)
         fragment = unquote(fragment)
         if uri not in self.resources:
