@@ -244,21 +244,21 @@ def draft4(schema):
         return schema
     out: dict = {}
     for k, v in schema.items():
-        if k in ("enum", "const", "required") or (k, v) == ("format", "date"):
-            if k != "format":
-                out[k] = v
+        if (k, v) == ("format", "date") or k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            continue
+        if k in ("enum", "const", "required"):
+            out[k] = v
         elif k in ("properties", "patternProperties", "definitions", "dependencies"):
             out[k] = {name: x if isinstance(x, list) else draft4(x) for name, x in v.items()}
-        elif k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
-            lower = k.endswith("inimum")
-            plain, strict = ("minimum", "exclusiveMinimum") if lower else ("maximum", "exclusiveMaximum")
-            bounds = [(schema[b], b == strict) for b in (plain, strict) if b in schema]
-            bound, exclusive = (max if lower else min)(bounds, key=lambda b: (b[0], b[1] == lower))
-            out[plain] = bound
-            if exclusive:
-                out[strict] = True
         else:
             out[k] = draft4(v)
+    for plain, strict, stricter in (("minimum", "exclusiveMinimum", max), ("maximum", "exclusiveMaximum", min)):
+        if plain in schema or strict in schema:
+            # the stricter bound; at equal values the exclusive one
+            bound = stricter(schema.get(plain, schema.get(strict)), schema.get(strict, schema.get(plain)))
+            out[plain] = bound
+            if schema.get(strict) == bound:
+                out[strict] = True
     return out
 
 

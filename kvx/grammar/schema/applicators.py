@@ -50,7 +50,6 @@ class Applicators:
         self.notes = notes
         self.negator = Negator(doc)
         self.checked_negator = Negator(doc, as_the_check_reads=True)  # for `not` and the dialect's `if`
-        self.if_is_foreign = "if" in foreign_keywords(doc.dialect)  # draft 4 and 6: enforced as written
         self.discriminators = Discriminators(doc)
         self.subsets = uses_unevaluated(doc.root)
         self._synthesised: dict[tuple, tuple] = {}  # one pointer per made-up schema, so rules are shared
@@ -246,7 +245,9 @@ class Applicators:
     def _negation(self, target: str, ptr: str, keyword: str) -> str | None:
         """Pointer of the negation of `target`; None where lenient lets an unwritable one go
         (over-approximated, checked after generation)."""
-        negator = self.negator if keyword == "if" and self.if_is_foreign else self.checked_negator
+        # an `if` the dialect lacks (drafts 4 and 6) is enforced as written, its condition's negation too
+        foreign = keyword == "if" and "if" in foreign_keywords(self.doc.dialect)
+        negator = self.negator if foreign else self.checked_negator
         try:
             return negator.negate(target)
         except UnsupportedSchema as err:
