@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import unquote, urldefrag, urljoin, urlparse
+from urllib.parse import unquote, urldefrag, urlparse
 
 from kvx.errors import ConfigError
-from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, dialect_of
+from kvx.grammar.schema.refs import FILE_PREFIX, LEGACY, Document, dialect_of, id_keyword, join_uri, own_dialect
 
 MAX_FILES = 256  # files one schema may pull in
 MAX_SCANNED = 4096  # *.json files read per saved-schemas folder when looking for a $id
@@ -29,19 +29,20 @@ def bundle_files(schema: dict, path: Path, schema_dirs: tuple[Path, ...] = ()) -
     """`schema` (read from `path`) with every local file its $refs reach embedded; the same object
     when it names none. ConfigError (one line) for a file that is missing or not a schema.
     `schema_dirs`: folders that hold the schemas its http(s) references name (SavedSchemas)."""
-    dialect = dialect_of(schema)  # the root's, for every file: they are read as part of it
-    id_kw = "id" if dialect == "draft4" else "$id"
-    saved = SavedSchemas(schema_dirs, id_kw)
+    dialect = dialect_of(schema)  # the root's, and every file's that names no $schema of its own
+    id_kw = id_keyword(dialect)
+    saved = SavedSchemas(schema_dirs, dialect)
     folder = path.resolve().parent
     own_id = schema.get(id_kw)
     base = urldefrag(own_id)[0] if isinstance(own_id, str) else ""  # "": URIs stay relative, no path in them
     known: set[str] = {base}
-    todo = [(schema, "", path.resolve(), "")]  # (document, base where it sits, its file, its name; "" for the root)
+    todo = [(schema, "", path.resolve(), "", dialect)]  # (document, base where it sits, its file, its name ("" for
+    # the root), the dialect it is read in)
     files: dict[str, tuple[str, dict, Path]] = {}  # URI -> ($defs name, the file's schema, the file)
     missing: dict[str, ConfigError] = {}  # URI -> the error if no file read later declares it
     while todo:
-        doc, doc_base, doc_path, doc_name = todo.pop()
-        for ref, uri, where in _refs(doc, doc_base, dialect, known, doc_name):
+        doc, doc_base, doc_path, doc_name, doc_dialect = todo.pop()
+        for ref, uri, where in _refs(doc, doc_base, doc_dialect, known, doc_name):
             if uri in known:
                 continue
             local = _local_path(ref, uri, doc_path, base, folder)
@@ -67,10 +68,12 @@ def bundle_files(schema: dict, path: Path, schema_dirs: tuple[Path, ...] = ()) -
                 continue
             if len(files) >= MAX_FILES:
                 raise ConfigError(f"{path}: $ref {ref!r} at {where}: more than {MAX_FILES} schema files")
-            sub = {**_read(local, ref, where, path), id_kw: uri}  # its URI as the references spell it
+            sub = _read(local, ref, where, path)
+            sub_dialect = own_dialect(sub, dialect)  # as jsonschema reads it where it is embedded
+            sub = {**sub, id_keyword(sub_dialect): uri}  # its URI as the references spell it
             file_name = _name(local, folder, uri)
             files[uri] = (FILE_PREFIX + file_name, sub, local)
-            todo.append((sub, base, local, file_name))  # its $id is read where it is embedded
+            todo.append((sub, base, local, file_name, sub_dialect))  # its $id is read where it is embedded
     for uri, error in missing.items():
         if uri not in known and uri not in files:
             raise error
@@ -98,7 +101,7 @@ def _refs(doc: dict, base: str, dialect: str, known: set, name: str):
         node = index.at(ptr)
         ref = node.get("$ref") if isinstance(node, dict) else None
         if isinstance(ref, str):
-            yield ref, urldefrag(urljoin(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
+            yield ref, urldefrag(join_uri(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
 
 
 def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> Path | None:
@@ -122,11 +125,12 @@ class SavedSchemas:
     file whose own $id is the URI (every *.json under the folders read once, on the first such
     reference)."""
 
-    def __init__(self, dirs: tuple[Path, ...], id_kw: str):
+    def __init__(self, dirs: tuple[Path, ...], dialect: str):
+        """`dialect`: the root schema's, in which a saved schema naming no $schema of its own is read."""
         for d in dirs:
             if not d.is_dir():
                 raise ConfigError(f"{{option}} {d}: no such folder", option="schema_dir")
-        self.dirs, self.id_kw = dirs, id_kw
+        self.dirs, self.dialect = dirs, dialect
         self._by_id: dict[str, list[Path]] | None = None
 
     def find(self, uri: str) -> tuple[Path | None, str]:
@@ -150,19 +154,20 @@ class SavedSchemas:
             self._by_id = {}
             for d in self.dirs:
                 for file in sorted(d.rglob("*.json"))[:MAX_SCANNED]:
-                    declared = _declared_id(file, self.id_kw)
+                    declared = _declared_id(file, self.dialect)
                     if declared:
                         self._by_id.setdefault(declared, []).append(file.resolve())
         return self._by_id
 
 
-def _declared_id(file: Path, id_kw: str) -> str | None:
-    """The absolute URI a saved schema declares as its $id (without fragment), None if none or unreadable."""
+def _declared_id(file: Path, dialect: str) -> str | None:
+    """The absolute URI a saved schema declares as its $id (`id` in draft 4: its own $schema's, else
+    `dialect`), without fragment; None if none or unreadable."""
     try:
         doc = json.loads(file.read_text("utf-8-sig"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return None
-    declared = doc.get(id_kw) if isinstance(doc, dict) else None
+    declared = doc.get(id_keyword(own_dialect(doc, dialect))) if isinstance(doc, dict) else None
     if not isinstance(declared, str) or not urlparse(declared).scheme:
         return None
     return urldefrag(declared)[0]

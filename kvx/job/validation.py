@@ -11,6 +11,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from kvx.errors import ConfigError
+from kvx.grammar.schema.refs import child_pointers, dialect_of, own_dialect, with_children
 from kvx.job.schema_files import bundle_files
 from kvx.io.json_values import decode_problem, value_problem
 
@@ -39,14 +40,42 @@ def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
     problem = value_problem(schema, MAX_SCHEMA_DEPTH)
     if problem:
         raise ConfigError(f"{path}: not a usable schema ({problem})")
-    try:
-        validator_for(schema, default=Draft202012Validator).check_schema(schema)
-    except jsonschema.SchemaError as e:
-        raise ConfigError(f"{path}: not a valid JSON Schema ({e.message} at {_pointer(e.absolute_path)})") from None
+    for where, part in _parts_by_draft(schema):
+        try:
+            validator_for(part, default=Draft202012Validator).check_schema(part)
+        except jsonschema.SchemaError as e:
+            raise ConfigError(f"{path}: not a valid JSON Schema ({e.message} at {where}{_pointer(e.absolute_path)})") from None
     if _recurses_forever(schema):
         raise ConfigError(f"{path}: not a usable schema (the record check recurses without end on it: "
                           "a $ref cycle that applies to the same value)")
     return schema
+
+
+def _parts_by_draft(schema: dict) -> list[tuple[str, dict]]:
+    """(pointer, part) to check against each part's own draft's meta-schema: a subschema naming a
+    $schema of another draft than the schema around it (a bundled file in another draft) is read in
+    that draft by the record check, but check_schema reads the whole document by the root's; each
+    part has the parts inside it cut out (as `{}`)."""
+    if json.dumps(schema).count('"$schema"') < 2:
+        return [("", schema)]  # one draft throughout
+    parts: list[tuple[str, dict]] = []
+
+    def cut(node: dict, pointer: str, dialect: str) -> dict:
+        pointers = iter([ptr for ptr, _ in child_pointers(node, pointer)])  # with_children's order
+
+        def child(sub):
+            ptr = next(pointers)
+            if not isinstance(sub, dict):
+                return sub
+            own = own_dialect(sub, dialect)
+            if own == dialect:
+                return cut(sub, ptr, dialect)
+            parts.append((ptr, cut(sub, ptr, own)))
+            return {}
+        return with_children(node, child)
+
+    parts.insert(0, ("", cut(schema, "", dialect_of(schema))))
+    return parts
 
 
 def _recurses_forever(schema: dict) -> bool:

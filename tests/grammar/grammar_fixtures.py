@@ -1,15 +1,21 @@
-"""Shared by the grammar token tests: the default model's real tokenizer, loaded once per process.
+"""Shared by the grammar tests: the default model's real tokenizer, loaded once per process, and
+kvx's grammar judged against jsonschema.
 
 The GGUF tokenizer takes ~9 s to build, so it is saved as tokenizer.json under the test cache and
 reloaded from there (~0.4 s) on later runs."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
 
+import jsonschema
+
 from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.options import GrammarOptions
+from kvx.grammar.schema.compiler import compile_program
 from kvx.paths import cache_root
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -89,3 +95,20 @@ def random_pattern(rng, depth: int = 3) -> str:
     if r < 0.95:
         return f"({inner()}|{rng.choice('^$')})"
     return f"(?:{inner()})"
+
+
+def first_disagreement(schema, instances, reordered_ok: bool = False):
+    """The first instance kvx's grammar and jsonschema (the schema's own draft) judge differently, or
+    None. `reordered_ok`: a valid two-key object the grammar takes in the other key order agrees
+    (declared keys come in schema order)."""
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    for value in instances:
+        text = json.dumps(value, separators=(",", ":"))
+        if program.accepts(text.encode()) == check.is_valid(value):
+            continue
+        if reordered_ok and isinstance(value, dict) and len(value) == 2 and check.is_valid(value):
+            if program.accepts(json.dumps(dict(reversed(value.items())), separators=(",", ":")).encode()):
+                continue
+        return text
+    return None

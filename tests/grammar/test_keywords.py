@@ -10,7 +10,7 @@ from decimal import Decimal
 import jsonschema
 import numpy as np
 import pytest
-from grammar_fixtures import smol_tokenizer
+from grammar_fixtures import first_disagreement, smol_tokenizer
 
 from kvx.grammar import UnsupportedSchema, compile_schema
 from kvx.grammar.options import GrammarOptions
@@ -217,28 +217,11 @@ def test_negated_key_schemas_ask_for_one_failing_member(schema):
     names = ["a", "b", "ab", "c", "default", "200", "4XX"]
     objects = [{}, 1, "s"] + [{k: v} for k in names for v in (1, "x")]
     objects += [{k1: 1, k2: "x"} for k1, k2 in itertools.permutations(names, 2)]
-    assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
+    assert first_disagreement(schema, objects, reordered_ok=True) is None, schema
     declared = compile_program(schema, GrammarOptions(extra_keys="declared")).program
     check = jsonschema.Draft202012Validator(schema)
     accepted = [v for v in objects if declared.accepts(json.dumps(v, separators=(",", ":")).encode())]
     assert accepted and all(check.is_valid(v) for v in accepted), schema
-
-
-def _first_disagreement(schema, instances, reordered_ok: bool = False):
-    """The first instance kvx's grammar and jsonschema (the schema's own draft) judge differently, or
-    None. `reordered_ok`: a valid two-key object the grammar takes in the other key order agrees
-    (declared keys come in schema order)."""
-    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
-    check = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
-    for value in instances:
-        text = json.dumps(value, separators=(",", ":"))
-        if program.accepts(text.encode()) == check.is_valid(value):
-            continue
-        if reordered_ok and isinstance(value, dict) and len(value) == 2 and check.is_valid(value):
-            if program.accepts(json.dumps(dict(reversed(value.items())), separators=(",", ":")).encode()):
-                continue
-        return text
-    return None
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -262,7 +245,7 @@ def test_random_objects_with_pattern_properties_match_jsonschema(seed):
             schema["propertyNames"] = {"pattern": rng.choice(patterns)}
         if rng.random() < 0.2:
             schema["maxProperties"] = 1
-        assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
+        assert first_disagreement(schema, objects, reordered_ok=True) is None, schema
 
 
 @pytest.mark.parametrize("seed", range(2))
@@ -289,7 +272,7 @@ def test_random_negated_array_schemas_match_jsonschema(seed):
         schema = rng.choice([{"not": a}, {"if": a, "then": array_schema(), "else": array_schema()},
                              {"anyOf": [{"not": a}, array_schema()]}, {"not": {"not": a}}])
         try:
-            assert _first_disagreement(schema, values) is None, schema
+            assert first_disagreement(schema, values) is None, schema
         except UnsupportedSchema:  # items beside prefixItems, negated
             continue
         compiled += 1
@@ -343,7 +326,7 @@ def test_a_negated_keyword_of_another_draft_is_read_as_the_check_reads_it(schema
     `dependencies`) holds everywhere for the record check, so its negation holds nowhere: negated as
     written, `not: {const: 1}` let 2 through in draft 4, where the check refuses every value there."""
     values = [1, 2, 7, "s", None, {}, {"a": 1}, {"a": 1, "b": 2}, [1]]
-    assert _first_disagreement(schema, values) is None, schema
+    assert first_disagreement(schema, values) is None, schema
 
 
 def test_a_keyword_of_another_draft_is_enforced_as_written_and_said():
@@ -371,7 +354,7 @@ def test_enum_members_are_judged_against_a_negation_in_its_own_words(schema):
     members of a draft-4 enum were judged with draft 4's validator, which reads a number
     `exclusiveMinimum` (or `contains`) as nothing, so `1` was kept and written, a value the check refuses. A
     synthesised schema is judged in 2020-12's words, the document's in its own dialect."""
-    assert _first_disagreement(schema, [0, 1, 2, 3, "a", [], [1], [1, 2]]) is None, schema
+    assert first_disagreement(schema, [0, 1, 2, 3, "a", [], [1], [1, 2]]) is None, schema
 
 
 def test_a_schema_the_check_cannot_read_is_refused_with_the_place_its_draft_refuses():
@@ -391,7 +374,7 @@ def test_a_pointer_ref_under_a_urn_base_is_local(base):
     """urljoin leaves `#/$defs/bar` as it is under a scheme it does not know as hierarchical, so a
     schema whose `$id` is a URN had its local pointer refused as a remote reference."""
     schema = {"$id": base, "properties": {"foo": {"$ref": "#/$defs/bar"}}, "$defs": {"bar": {"type": "string"}}}
-    assert _first_disagreement(schema, [{"foo": "bar"}, {"foo": 12}, {}, {"foo": None}]) is None
+    assert first_disagreement(schema, [{"foo": "bar"}, {"foo": 12}, {}, {"foo": None}]) is None
 
 
 def test_draft_3_is_refused_and_a_custom_meta_schema_read_as_the_check_reads_it():
@@ -475,7 +458,7 @@ def test_declared_and_required_keys_are_held_to_property_names(names):
     for schema in ({"properties": {"a": {"type": "integer"}, "b": {}}, "propertyNames": names},
                    {"required": ["c"], "propertyNames": names}, {"required": ["a"], "properties": {"b": {}}, "propertyNames": names}):
         schema = {**schema, "$defs": {"n": {"enum": ["a"]}}}
-        assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
+        assert first_disagreement(schema, objects, reordered_ok=True) is None, schema
 
 
 def _agrees_but_for(grammar, check, texts, loose):
@@ -583,7 +566,7 @@ def test_a_key_that_requires_itself_is_one_key():
     objects = [{}, {"b": 1}, {"a": 1}, {"a": 1, "b": 2}, {"c": 1, "b": 2}]
     for deps in (["b"], ["b", "a"], ["a", "b", "a"]):
         for schema in ({"dependentRequired": {"b": deps}}, {"properties": {"b": {}}, "dependentRequired": {"b": deps}}):
-            assert _first_disagreement(schema, objects, reordered_ok=True) is None, schema
+            assert first_disagreement(schema, objects, reordered_ok=True) is None, schema
 
 
 def test_a_ref_inside_a_group_of_definitions_takes_the_root_id_as_base():
@@ -617,7 +600,7 @@ def test_a_schema_under_a_negation_sees_its_own_annotations(schema):
     pieces above the negation lose them): `not not {contains: 2, unevaluatedItems: false}` refused
     `[2]`, as if `contains` evaluated nothing."""
     values = [[], [2], [2, 2], [1], [2, 1], [[2]], {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, 2]
-    assert _first_disagreement(schema, values) is None, schema
+    assert first_disagreement(schema, values) is None, schema
 
 
 def test_excluding_a_container_is_judged_without_the_exclusion_itself():
@@ -627,7 +610,7 @@ def test_excluding_a_container_is_judged_without_the_exclusion_itself():
     with pytest.raises(UnsupportedSchema, match="excluding an object or array value"):
         compile_program({"unevaluatedItems": False, "not": {"enum": [{}, [1], []]}})
     schema = {"type": "array", "minItems": 2, "unevaluatedItems": {"type": "integer"}, "not": {"enum": [{}, [1], []]}}
-    assert _first_disagreement(schema, [[], [1], [1, 2], {}, [1, "a"]]) is None
+    assert first_disagreement(schema, [[], [1], [1, 2], {}, [1, "a"]]) is None
 
 
 def test_a_schema_the_check_recurses_on_forever_is_refused_in_one_line():
@@ -651,4 +634,4 @@ def test_enum_members_are_held_to_negations_nested_in_a_piece(schema):
     member of `not: {properties: {a: {const: 1}}, required: [a]}`. The internal keywords are read
     as the grammar reads them, at any depth."""
     values = [{"a": 1}, {"a": 2}, {}, {"a": 1, "b": 1}, {"b": 2}, {"a": 1, "b": 2}, [1], [2, 1], ["a"]]
-    assert _first_disagreement(schema, values) is None, schema
+    assert first_disagreement(schema, values) is None, schema

@@ -83,6 +83,40 @@ def test_a_draft7_root_that_is_only_a_ref_to_a_file(tmp_path):
         assert program.accepts(case.encode()) == want
 
 
+def test_a_file_in_another_draft_is_read_in_its_own(tmp_path):
+    """A draft-04 file bundled into a draft-07 schema is embedded under draft 4's `id` (with `$id`,
+    jsonschema's draft-4 reading found no resource there, and the file's own `#/definitions/n`
+    resolved in the root) and read in draft 4: its boolean exclusiveMinimum, its `$ref` beside
+    siblings."""
+    root = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"a": {"$ref": "old.json#/definitions/pos"}}, "required": ["a"]}
+    old = {"$schema": "http://json-schema.org/draft-04/schema#",
+           "definitions": {"pos": {"$ref": "#/definitions/n", "maximum": 5},
+                           "n": {"type": "integer", "minimum": 0, "exclusiveMinimum": True}}}
+    path = _write(tmp_path, {"root.json": root, "old.json": old})
+    bundled = load_schema(str(path))
+    assert bundled["definitions"]["kvx:file:old.json"]["id"].endswith("old.json")
+    resources = [(p.resolve().as_uri(), referencing.Resource.from_contents(json.loads(p.read_text())))
+                 for p in tmp_path.glob("*.json")]
+    reference = jsonschema.Draft7Validator({"$ref": path.resolve().as_uri()},
+                                           registry=referencing.Registry().with_resources(resources))
+    checker, program = RecordChecker(bundled), compile_program(bundled, GrammarOptions()).program
+    verdicts = {case: reference.is_valid(json.loads(case)) for case in ['{"a":3}', '{"a":9}', '{"a":0}', '{"a":"x"}']}
+    assert verdicts == {'{"a":3}': True, '{"a":9}': True, '{"a":0}': False, '{"a":"x"}': False}
+    for case, want in verdicts.items():
+        assert (checker.problem(json.loads(case)) is None) == want, case
+        assert program.accepts(case.encode()) == want, case
+
+
+def test_each_file_is_held_to_its_own_drafts_meta_schema(tmp_path):
+    root = {"$schema": "http://json-schema.org/draft-07/schema#", "properties": {"a": {"$ref": "old.json"}}}
+    old = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer", "exclusiveMinimum": 3}
+    path = _write(tmp_path, {"root.json": root, "old.json": old})
+    with pytest.raises(ConfigError, match=r"not a valid JSON Schema \(3 is not of type 'boolean' at "
+                                          r"/definitions/kvx:file:old.json/exclusiveMinimum\)"):
+        load_schema(str(path))
+
+
 def test_an_http_id_reads_the_neighbours_from_the_root_folder(tmp_path):
     root = {"$id": "https://example.com/schemas/root.json", "type": "object",
             "properties": {"p": {"$ref": "https://example.com/schemas/defs.json#/$defs/place"}}}

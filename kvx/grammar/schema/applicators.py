@@ -16,7 +16,7 @@ from kvx.grammar.errors import UnsupportedSchema, too_large
 from kvx.grammar.schema.discriminators import Discriminators
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.negate import Negator
-from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape, foreign_keywords
+from kvx.grammar.schema.refs import DanglingRef, Document, escape, foreign_keywords
 
 MAX_ALTERNATIVES = 256
 MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternatives
@@ -110,7 +110,7 @@ class Applicators:
 
     def _expand(self, ptr: str, node: dict, path: tuple, inner: tuple, active: frozenset,
                 seen_from: int) -> list[Alternative]:
-        if "$ref" in node and self.doc.dialect in LEGACY:  # draft <= 7: $ref replaces its siblings
+        if "$ref" in node and self.doc.ref_replaces_siblings(ptr):  # draft <= 7: $ref replaces its siblings
             target = self._target(node["$ref"], ptr)
             return [] if target is None else self._one(target, path, active, seen_from)
         alts: list[Alternative] = [(Piece(ptr, path, seen_from),)]
@@ -246,7 +246,7 @@ class Applicators:
         """Pointer of the negation of `target`; None where lenient lets an unwritable one go
         (over-approximated, checked after generation)."""
         # an `if` the dialect lacks (drafts 4 and 6) is enforced as written, its condition's negation too
-        foreign = keyword == "if" and "if" in foreign_keywords(self.doc.dialect)
+        foreign = keyword == "if" and "if" in foreign_keywords(self.doc.dialect_at(ptr))
         negator = self.negator if foreign else self.checked_negator
         try:
             return negator.negate(target)

@@ -17,6 +17,7 @@ from kvx.grammar.automata.small_pages import small_pages
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.options import ExtraKeys, GrammarOptions, Whitespace
 from kvx.grammar.schema.dynamic_refs import with_static_refs
+from kvx.grammar.schema.meta_schemas import with_meta_schemas
 from kvx.grammar.schema.refs import dialect_of, names_a_draft
 from kvx.grammar.schema.rules import RuleBuilder
 
@@ -31,12 +32,6 @@ class CompiledSchema:
     post_checks: list[str] = field(default_factory=list)  # JSON pointers left to jsonschema after generation
     states: int = 0
     build_seconds: float = 0.0
-
-
-def validator_class(schema):
-    """The jsonschema validator of the schema's dialect ($schema), 2020-12 when it names none."""
-    return validator_for(schema, default=jsonschema.Draft202012Validator) if isinstance(schema, dict) \
-        else jsonschema.Draft202012Validator
 
 
 def _check_root(schema) -> str | None:
@@ -113,7 +108,8 @@ def paused_gc():
 
 def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
     note = _check_root(schema)
-    builder = RuleBuilder(with_static_refs(schema, dialect_of(schema)), options, validator_class(schema))
+    dialect = dialect_of(schema)
+    builder = RuleBuilder(with_static_refs(with_meta_schemas(schema, dialect), dialect), options)
     if note is not None:
         builder.notes.warn_once("/$schema", note)
     try:

@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urldefrag
 
-from kvx.grammar.schema.refs import child_pointers, with_children
+from kvx.grammar.schema.refs import child_pointers, own_dialect, with_children
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
 
@@ -35,16 +35,16 @@ def _anchors(root: dict) -> tuple[Counter, int, bool]:
 
 
 def with_static_refs(schema: Any, dialect: str) -> Any:
-    """The schema with each dynamic reference that cannot be dynamic written as a `$ref` (a copy;
-    the schema itself when there is none)."""
-    keyword = DYNAMIC.get(dialect)
-    if keyword is None or not isinstance(schema, dict):
+    """The schema (read in `dialect`) with each dynamic reference that cannot be dynamic written as a
+    `$ref` (a copy; the schema itself when there is none). Each subschema's own dialect names its
+    dynamic keyword (a subschema's own $schema switches it)."""
+    if not isinstance(schema, dict):
         return schema
     names, recursive, any_ref = _anchors(schema)
     if not any_ref:
         return schema
 
-    def static(ref: Any) -> bool:
+    def static(ref: Any, keyword: str) -> bool:
         if not isinstance(ref, str):
             return False
         if keyword == "$recursiveRef":
@@ -52,11 +52,13 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
         fragment = urldefrag(ref)[1]
         return fragment == "" or fragment.startswith("/") or names[unquote(fragment)] <= 1
 
-    def rewrite(node: Any) -> Any:
+    def rewrite(node: Any, inherited: str) -> Any:
         if not isinstance(node, dict):
             return node
-        out = with_children(node, rewrite)
-        if static(node.get(keyword)) and isinstance(out.get("allOf", []), list):
+        dialect = own_dialect(node, inherited)
+        out = with_children(node, lambda sub: rewrite(sub, dialect))
+        keyword = DYNAMIC.get(dialect)
+        if keyword is not None and static(node.get(keyword), keyword) and isinstance(out.get("allOf", []), list):
             ref = out.pop(keyword)
             if "$ref" in out:  # both: each applies (2019-09 on)
                 out["allOf"] = [*out.get("allOf", []), {"$ref": ref}]
@@ -64,4 +66,4 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
                 out["$ref"] = ref
         return out
 
-    return rewrite(schema)
+    return rewrite(schema, dialect)

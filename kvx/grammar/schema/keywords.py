@@ -3,13 +3,9 @@ notes (warnings, post-checked pointers) it gathers while walking a schema."""
 from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.schema.refs import Document, escape, foreign_keywords
+from kvx.grammar.schema.refs import META, Document, escape, foreign_keywords
 
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
-META = {"$schema", "$id", "id", "$anchor", "$defs", "definitions", "$comment", "title", "description",
-        "examples", "default", "deprecated", "readOnly", "writeOnly", "$vocabulary", "contentMediaType",
-        "contentEncoding", "contentSchema", "$dynamicAnchor", "$recursiveAnchor", "discriminator",
-        "example", "externalDocs", "xml"}
 APPLICATORS = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
                "dependentSchemas", "dependencies", "kvx:ref"}
 ENFORCED = {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
@@ -93,12 +89,16 @@ class Notes:
         """Unknown keywords are annotations (a warning); refused ones raise. Another draft's keyword is
         enforced as its author meant it (only narrowing what is written: a negation reads it as the
         record check does, negate.py), and said so."""
-        foreign = foreign_keywords(self.doc.dialect)
+        dialect = self.doc.dialect_at(ptr)
+        if dialect == "draft3":  # a subschema's own $schema (the root's is refused by compiler.py)
+            where = self.where(ptr)
+            raise UnsupportedSchema(f"unsupported keyword '$schema' at {where} (draft 3)", "$schema", where)
+        foreign = foreign_keywords(dialect)
         for kw in node:
             if kw in foreign:
                 self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
                                f"keyword '{kw}' at {self.where(ptr)} is not one of the schema's dialect "
-                               f"({self.doc.dialect}): enforced while generating, not by the record check (a "
+                               f"({dialect}): enforced while generating, not by the record check (a "
                                f"$schema naming a draft that has it makes the check read it too)")
             if kw in ENFORCED or kw in META or kw in APPLICATORS or kw in INTERNAL:
                 continue

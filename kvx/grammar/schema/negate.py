@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.keywords import INTERNAL, META, TYPES
-from kvx.grammar.schema.refs import LEGACY, DanglingRef, Document, escape, foreign_keywords
+from kvx.grammar.schema.refs import DanglingRef, Document, escape, foreign_keywords
 from kvx.grammar.schema.scalars import count_keyword
 
 MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
@@ -35,7 +35,7 @@ class Negator:
         regions, contains counts) it is negated as written, so both halves read it alike."""
         self.doc = doc
         self.memo: dict[str, str] = {}
-        self.foreign = foreign_keywords(doc.dialect) if as_the_check_reads else frozenset()
+        self.as_the_check_reads = as_the_check_reads
 
     def negate(self, ptr: str, depth: int = 0) -> str:
         """Pointer of a schema that holds exactly where the schema at `ptr` does not."""
@@ -65,14 +65,15 @@ class Negator:
             return True
         if not isinstance(node, dict):
             self._refuse(ptr, "schema", "not a schema")
-        if "$ref" in node and self.doc.dialect in LEGACY:
+        if "$ref" in node and self.doc.ref_replaces_siblings(ptr):
             target = self._target(node["$ref"], ptr)
             return True if target is None else {"kvx:ref": self.negate(target, depth + 1)}
+        foreign = foreign_keywords(self.doc.dialect_at(ptr)) if self.as_the_check_reads else frozenset()
         branches: list = []
         for kw, value in node.items():
             # then/else are negated with `if`, draft 4's boolean exclusive* with minimum/maximum
             if (kw in META or kw in ("then", "else") or (kw.startswith("exclusiveM") and isinstance(value, bool))
-                    or kw in self.foreign):
+                    or kw in foreign):
                 continue
             branches += self._keyword(ptr, node, kw, value, depth)
         return {"anyOf": branches} if branches else False
@@ -150,10 +151,14 @@ class Negator:
             return []
         if kw == "items" and isinstance(value, (dict, bool)) and "prefixItems" not in node:
             return [{"type": "array", "contains": {"kvx:ref": self.negate(sub, depth + 1)}}]  # an item fails it
-        if kw == "prefixItems" and isinstance(value, list):
+        if kw in ("prefixItems", "items") and isinstance(value, list):  # `items` as an array: drafts 4-2019-09
             return [{"type": "array", "minItems": i + 1,
                      "prefixItems": [True] * i + [{"kvx:ref": self.negate(f"{sub}/{i}", depth + 1)}]}
                     for i in range(len(value))]  # item i is there and fails its schema
+        if kw == "additionalItems" and (not isinstance(node.get("items"), list) or value is True or value == {}):
+            return []  # no constraint: it applies after an items array only, and allows every item here
+        if kw == "additionalItems" and value is False:  # an item past the items array
+            return [{"type": "array", "minItems": len(node["items"]) + 1}]
         if kw == "multipleOf" and _integral(value):  # a fraction, or an integer off the multiples
             return [{"type": "number", "kvx:notMultipleOf": [value]}]
         if kw in ("dependencies", "dependentRequired", "dependentSchemas") and isinstance(value, dict):

@@ -26,8 +26,14 @@ DRAFT_URIS = ("http://json-schema.org/draft/2020-12/", "http://json-schema.org/d
               "http://json-schema.org/draft-07/", "http://json-schema.org/draft-06/", "http://json-schema.org/draft-04/",
               "http://json-schema.org/schema")  # the drafts' meta-schemas (http or https)
 LEGACY = ("draft4", "draft6", "draft7")  # $ref replaces its siblings; items may be an array
+SYNTHESISED_DIALECT = "2020-12"  # the words negate.py writes
+META = {"$schema", "$id", "id", "$anchor", "$defs", "definitions", "$comment", "title", "description",
+        "examples", "default", "deprecated", "readOnly", "writeOnly", "$vocabulary", "contentMediaType",
+        "contentEncoding", "contentSchema", "$dynamicAnchor", "$recursiveAnchor", "discriminator",
+        "example", "externalDocs", "xml"}  # annotations and identifiers: they assert nothing
 VALUE_KEYWORDS = frozenset({"enum", "const", "default", "examples"})  # JSON values, not schemas: a "$ref" there is data
 FILE_PREFIX = "kvx:file:"  # $defs name of a schema file bundled in (kvx/job/schema_files.py) + its path
+META_PREFIX = "kvx:meta:"  # $defs name of a draft's meta-schema embedded (meta_schemas.py) + its URI
 
 
 class DanglingRef(UnsupportedSchema):
@@ -47,6 +53,25 @@ def dialect_of(root) -> str:
     return DIALECTS.get(cls, "2020-12")
 
 
+def own_dialect(node, inherited: str) -> str:
+    """The dialect a subschema is read in: its own `$schema`'s, as jsonschema switches validators at
+    every subschema that names one (2020-12 when it names one jsonschema does not know), else the
+    enclosing schema's; "draft3" for draft 3 (refused by the compiler)."""
+    if not isinstance(node, dict) or not isinstance(node.get("$schema"), str):
+        return inherited
+    cls = validator_for(node, default=None)
+    return "draft3" if cls is jsonschema.Draft3Validator else DIALECTS.get(cls, "2020-12")
+
+
+def id_keyword(dialect: str) -> str:
+    return "id" if dialect == "draft4" else "$id"
+
+
+def validator_of(dialect: str):
+    """jsonschema's validator class for `dialect`."""
+    return next(cls for cls, name in DIALECTS.items() if name == dialect)
+
+
 def join_uri(base: str, ref: str) -> str:
     """`ref` resolved against `base`: urljoin, but a fragment alone always lands on the base (urljoin
     leaves "#/$defs/x" as it is under a scheme it does not know as hierarchical, a `urn:` $id's)."""
@@ -59,7 +84,7 @@ def foreign_keywords(dialect: str) -> frozenset[str]:
     draft 6's `if`, draft 7's `dependentRequired`, 2020-12's `dependencies`): jsonschema's validator
     for the dialect has no rule for them. Not the dynamic references (refused on their own terms), nor
     draft 4's exclusiveMinimum/Maximum (booleans its minimum/maximum read)."""
-    cls = next(c for c, name in DIALECTS.items() if name == dialect)
+    cls = validator_of(dialect)
     others = set().union(*(c.VALIDATORS for c in DIALECTS)) - set(cls.VALIDATORS)
     kept = {"$dynamicRef", "$recursiveRef"} | ({"exclusiveMinimum", "exclusiveMaximum"} if dialect == "draft4" else set())
     return frozenset(others - kept)
@@ -113,19 +138,22 @@ class Document:
         embedded under (a file bundled into another document)."""
         self.root = root
         self.dialect = dialect or dialect_of(root)
-        self.id_keyword = "id" if self.dialect == "draft4" else "$id"
         self.base_of: dict[str, str] = {}  # pointer -> base URI in effect there
+        self.dialects: dict[str, str] = {}  # pointer -> dialect read there (a subschema's own $schema switches it)
         self.resources: dict[str, str] = {}  # absolute URI (no fragment) -> pointer
         self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
         self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
         self._at: dict[str, tuple] = {}
-        self._index(root, "", base)
+        self._index(root, "", base, self.dialect)
 
-    def _index(self, node, pointer: str, base: str) -> None:
+    def _index(self, node, pointer: str, base: str, dialect: str) -> None:
+        if pointer:
+            dialect = own_dialect(node, dialect)
+        self.dialects[pointer] = dialect
         if not isinstance(node, dict):
             self.base_of[pointer] = base
             return
-        ident = node.get(self.id_keyword)
+        ident = node.get(id_keyword(dialect))
         if isinstance(ident, str) and not ident.startswith("#"):
             base = urldefrag(join_uri(base, ident))[0]
             self.resources.setdefault(base, pointer)
@@ -140,25 +168,46 @@ class Document:
         walked = set()
         for ptr, sub in child_pointers(node, pointer):
             walked.add(ptr[len(pointer) + 1:].split("/", 1)[0])
-            self._index(sub, ptr, base)
+            self._index(sub, ptr, base, dialect)
         for key, value in node.items():
             if escape(key) not in walked and key not in VALUE_KEYWORDS:
-                self._index_unwalked(value, f"{pointer}/{escape(key)}", base)
+                self._index_unwalked(value, f"{pointer}/{escape(key)}", base, dialect)
 
-    def _index_unwalked(self, node, pointer: str, base: str) -> None:
+    def _index_unwalked(self, node, pointer: str, base: str, dialect: str) -> None:
         """Objects under a key no keyword walks (meltano's `$defs/plugins/{generic, extractors}`, a
         group of definitions inside a definition, which a `$ref` reaches by pointer): they take the
         enclosing schema's base, as the JSON pointer into the document does; no `$id` or anchor of
         theirs counts (a validator does not crawl them for resources either)."""
         if isinstance(node, dict):
             self.base_of[pointer] = base
+            self.dialects[pointer] = dialect = own_dialect(node, dialect)
             items = [(k, v) for k, v in node.items() if k not in VALUE_KEYWORDS]
         elif isinstance(node, list):
             items = [(str(i), v) for i, v in enumerate(node)]
         else:
             return
         for key, sub in items:
-            self._index_unwalked(sub, f"{pointer}/{escape(key)}", base)
+            self._index_unwalked(sub, f"{pointer}/{escape(key)}", base, dialect)
+
+    def dialect_at(self, pointer: str) -> str:
+        """The dialect the schema at `pointer` is read in (a synthesised one: the words negate.py
+        writes)."""
+        if pointer.startswith("!"):
+            return SYNTHESISED_DIALECT
+        hit = self.dialects.get(pointer)
+        while hit is None and pointer:  # a place the index did not reach: its nearest indexed parent's
+            pointer = pointer.rpartition("/")[0]
+            hit = self.dialects.get(pointer)
+        return self.dialect if hit is None else hit
+
+    def ref_replaces_siblings(self, pointer: str) -> bool:
+        """Whether a `$ref` at `pointer` replaces its siblings (drafts 4-7), as the record check reads
+        the schema there when it reaches it from the enclosing one: jsonschema applies the rule of the
+        validator that descends into a schema, so a subschema whose own $schema switches drafts
+        follows its enclosing schema's rule here (and its own draft's keywords)."""
+        if pointer.startswith("!"):
+            return False
+        return (self.dialect_at(pointer.rpartition("/")[0]) if pointer else self.dialect) in LEGACY
 
     def synthesise(self, schema, made_from: str) -> str:
         """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
@@ -175,9 +224,10 @@ class Document:
         """`pointer` as a message names it: its origin, in a bundled file that file's name and pointer."""
         pointer = self.origin(pointer)
         for defs in ("/$defs/", "/definitions/"):
-            if pointer.startswith(defs + FILE_PREFIX):
-                name, _, rest = pointer[len(defs) + len(FILE_PREFIX):].partition("/")
-                return f"{name.replace('~1', '/').replace('~0', '~')}#" + (f"/{rest}" if rest else "")
+            for prefix in (FILE_PREFIX, META_PREFIX):
+                if pointer.startswith(defs + prefix):
+                    name, _, rest = pointer[len(defs) + len(prefix):].partition("/")
+                    return f"{name.replace('~1', '/').replace('~0', '~')}#" + (f"/{rest}" if rest else "")
         return pointer
 
     def where(self, pointer: str) -> str:
@@ -223,8 +273,23 @@ class Document:
                 self.at(ptr)
             except KeyError:
                 raise DanglingRef(f"invalid schema: $ref {ref!r} points nowhere at {where}", "$ref", where) from None
-            return ptr
-        key = f"{uri}#{fragment}"
-        if key not in self.anchors:
-            raise DanglingRef(f"invalid schema: $ref {ref!r} names no $anchor at {where}", "$ref", where)
-        return self.anchors[key]
+        else:
+            ptr = self.anchors.get(f"{uri}#{fragment}")
+            if ptr is None:
+                raise DanglingRef(f"invalid schema: $ref {ref!r} names no $anchor at {where}", "$ref", where)
+        self._same_sibling_rule(ptr, pointer, where)
+        return ptr
+
+    def _same_sibling_rule(self, target: str, pointer: str, where: str) -> None:
+        """Refuses a reference whose target holds a `$ref` beside other keywords that the referring
+        schema's draft reads otherwise (the check follows the referrer's rule there, so the target
+        would mean one thing by this route and another by its enclosing schema)."""
+        node = self.at(target)
+        if not (isinstance(node, dict) and "$ref" in node and any(k != "$ref" and k not in META for k in node)):
+            return
+        dialect = self.dialect_at(pointer)
+        if (dialect in LEGACY) != self.ref_replaces_siblings(target):
+            around = self.dialect_at(target.rpartition("/")[0]) if target else self.dialect
+            raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (it reaches {self.where(target)}, a $ref "
+                                    f"beside other keywords: the record check reads them by the referring schema's "
+                                    f"draft ({dialect}), the grammar by the draft around them ({around}))", "$ref", where)

@@ -43,11 +43,11 @@ SPLIT_OBJECTS_FROM = 4
 
 
 class RuleBuilder:
-    def __init__(self, root, options: GrammarOptions, validator_class):
+    def __init__(self, root, options: GrammarOptions):
         self.doc = Document(root)
         self.opt = options
         self.notes = Notes(self.doc, options.lenient)
-        self.scalars = Scalars(self.notes, options.max_states, validator_class)
+        self.scalars = Scalars(self.notes, options.max_states)
         self.apps = Applicators(self.doc, self.notes)
         flexible = options.whitespace == "flexible"
         self.ws = ra.rep(ra.chars(" \t\n\r"), 0, options.max_ws) if flexible else ra.EMPTY

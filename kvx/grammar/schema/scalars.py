@@ -19,7 +19,7 @@ from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
-from kvx.grammar.schema.refs import escape
+from kvx.grammar.schema.refs import escape, validator_of
 from kvx.grammar.schema.values import dumps, json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
@@ -102,12 +102,11 @@ def number_spellings(v) -> ra.Node:
 
 
 class Scalars:
-    def __init__(self, notes: Notes, max_states: int, validator_class):
+    def __init__(self, notes: Notes, max_states: int):
         self.notes = notes
         self.doc = notes.doc
         self.max_states = max_states
-        self._validator_class = validator_class
-        self._readers: dict[bool, object] = {}  # synthesised? -> jsonschema validator reading internal keywords
+        self._readers: dict[str, object] = {}  # dialect -> jsonschema validator reading internal keywords
         self._validators: dict[tuple, tuple] = {}  # (id(node), reading) -> (node, its validator)
 
     def where(self, ptr: str) -> str:
@@ -142,17 +141,16 @@ class Scalars:
                                                            and k not in APPLICATORS and k not in UNEVALUATED})
 
     def reader(self, ptr: str):
-        """The validator that judges the schema at `ptr`: the document's dialect for its own schemas,
-        draft 2020-12 for those the compiler synthesised (negate.py writes 2020-12's keywords: a
-        number `exclusiveMinimum`, `prefixItems`, `maxContains`, which draft 4's or 7's validator
-        would misread or skip). Both read the internal keywords."""
-        synthesised = ptr.startswith("!")
-        if synthesised not in self._readers:
-            import jsonschema
-
-            cls = jsonschema.Draft202012Validator if synthesised else self._validator_class
-            self._readers[synthesised] = reading_internal(cls)(self.doc.root, format_checker=cls.FORMAT_CHECKER)
-        return self._readers[synthesised]
+        """The validator that judges the schema at `ptr`: the dialect it is read in for the document's
+        own schemas (the root's, or a subschema's own $schema), draft 2020-12 for those the compiler
+        synthesised (negate.py writes 2020-12's keywords: a number `exclusiveMinimum`, `prefixItems`,
+        `maxContains`, which draft 4's or 7's validator would misread or skip). All read the internal
+        keywords."""
+        dialect = self.doc.dialect_at(ptr)
+        if dialect not in self._readers:
+            cls = validator_of(dialect)
+            self._readers[dialect] = reading_internal(cls)(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+        return self._readers[dialect]
 
     def _checks(self, value, node, reading: Literal["whole", "own", "built"], ptr: str, schema) -> bool:
         """jsonschema's verdict on `value` under `schema` (or what the callable makes of `node`, at
@@ -188,7 +186,7 @@ class Scalars:
         a schema (the compiler alone reads only the keywords it uses)."""
         import jsonschema
 
-        cls = self._validator_class
+        cls = validator_of(self.doc.dialect)
         error = jsonschema.exceptions.best_match(cls(cls.META_SCHEMA).iter_errors(self.doc.root))
         if error is None:
             where = self.where(ptr)
