@@ -177,6 +177,39 @@ def test_compile_deadline_refuses_in_time():
         compile_program({"type": "array"}, deadline=Deadline(-1.0))
 
 
+def test_the_deadline_is_looked_at_between_enum_members(monkeypatch):
+    """Each enum member is a jsonschema verdict per piece: cloudify's 204 node types against its many
+    negated pieces ran 0.4 s between two looks at the deadline (refused at 0.98 s, the limit 1 s)."""
+    from kvx.grammar.schema.scalars import Scalars
+
+    verdicts, reads = [0], []  # verdicts so far, at each read of the clock
+    judge = Scalars.valid
+
+    def counted(self, *args):
+        verdicts[0] += 1
+        return judge(self, *args)
+
+    monkeypatch.setattr(Scalars, "valid", counted)
+    schema = {"type": "string", "enum": [f"v{i}" for i in range(300)], "not": {"const": "v3"}}
+    compile_program(schema, deadline=Deadline(10.0, clock=lambda: reads.append(verdicts[0]) or 0.0))
+    assert verdicts[0] >= 300
+    assert max(b - a for a, b in zip(reads, reads[1:])) <= 1
+
+
+def test_a_deadline_passing_before_the_walk_is_a_refusal(monkeypatch):
+    """The passes over the whole document before the walk (indexing it, its dynamic references)
+    took 0.4 s on a 2 MB schema: they look at the deadline too, and refuse in one line."""
+    from kvx.grammar.schema.rules import RuleBuilder
+
+    walked = []
+    monkeypatch.setattr(RuleBuilder, "value", lambda self, *args: walked.append(args))
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(5000)}}
+    clock = TickingClock(1.0)
+    with pytest.raises(UnsupportedSchema, match=r"^schema too large for the automaton at / \(compile deadline of 1.5 s"):
+        compile_program(schema, deadline=Deadline(1.5, clock=clock))
+    assert walked == [] and clock.reads <= 4
+
+
 def test_a_deadline_passing_under_a_cap_handler_is_said_as_the_deadline(monkeypatch):
     """Where a cap's refusal is caught (multipleOf's automaton, a length beside a pattern), a
     deadline that passed meanwhile still refuses as the deadline, not as that keyword's cap."""

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 from urllib.parse import unquote, urldefrag
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.schema.refs import child_pointers, own_dialect, with_children
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
@@ -24,7 +25,11 @@ def _anchors(root: dict) -> tuple[Counter, int, bool]:
     any dynamic reference is there at all)."""
     names: Counter = Counter()
     recursive, any_ref, todo = 0, False, [root]
+    seen = 0
     while todo:
+        seen += 1
+        if seen % 1024 == 0:  # a 2 MB schema: 50 ms a walk
+            deadline.check()
         node = todo.pop()
         if isinstance(node.get("$dynamicAnchor"), str):
             names[node["$dynamicAnchor"]] += 1

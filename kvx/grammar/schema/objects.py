@@ -11,6 +11,7 @@ from being equal; json.loads keeps the last, which still validates because both 
 """
 from __future__ import annotations
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
@@ -43,6 +44,7 @@ class ObjectBody(Body):
             return ra.NOTHING
         members, loose = [], []
         for key in order:
+            deadline.check()  # a member's value is often built already (renovate's 300 keys): no look there
             member = self._member(key, absent)
             if member is None:
                 if key in required:

@@ -12,6 +12,7 @@ from urllib.parse import unquote, urldefrag, urljoin
 import jsonschema
 from jsonschema.validators import validator_for
 
+from kvx.grammar.automata import deadline
 from kvx.grammar.errors import UnsupportedSchema
 
 # keywords whose value is a schema, a list of schemas, or a name -> schema map
@@ -147,6 +148,8 @@ class Document:
         self._index(root, "", base, self.dialect)
 
     def _index(self, node, pointer: str, base: str, dialect: str) -> None:
+        if len(self.base_of) % 1024 == 0:  # a 2 MB schema takes 0.2 s to index
+            deadline.check()
         if pointer:
             dialect = own_dialect(node, dialect)
         self.dialects[pointer] = dialect
