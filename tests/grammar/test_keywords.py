@@ -94,8 +94,11 @@ def test_post_checks_are_named():
 
 def test_unsupported_stays_refused_with_keyword_and_pointer():
     cases = {"/properties/a/not": {"properties": {"a": {"not": {"uniqueItems": True}}}},
-             "/properties/b": {"properties": {"b": {"$dynamicRef": "#x"}},  # x carried twice: dynamic
-                               "$defs": {"one": {"$dynamicAnchor": "x"}, "two": {"$id": "two", "$dynamicAnchor": "x"}}}}
+             "/$defs/list/items": {  # lands on s1's `t` through a, on s2's through b
+                 "$id": "https://example.com/r", "properties": {"a": {"$ref": "s1"}, "b": {"$ref": "s2"}},
+                 "$defs": {"list": {"$id": "list", "items": {"$dynamicRef": "#t"}, "$defs": {"t": {"$dynamicAnchor": "t"}}},
+                           "s1": {"$id": "s1", "$ref": "list", "$defs": {"t": {"$dynamicAnchor": "t", "type": "integer"}}},
+                           "s2": {"$id": "s2", "$ref": "list", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}}}}}
     for pointer, schema in cases.items():
         with pytest.raises(UnsupportedSchema) as err:
             compile_program(schema)

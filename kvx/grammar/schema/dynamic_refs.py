@@ -5,8 +5,12 @@ A dynamic reference resolves like `$ref`; then, if its target carries the matchi
 resource in the dynamic scope that carries one too. Where the document carries that anchor once at
 most (or the reference's fragment is a JSON pointer, which no dynamic anchor matches), the outermost
 one is the target itself: the reference is a plain `$ref` and is compiled as one (OpenAPI 3.1's
-`"$dynamicRef": "#meta"` is such a case). Where the anchor is carried twice or more, the reference
-can resolve to either at run time, and stays refused.
+`"$dynamicRef": "#meta"` is such a case). Where a `$dynamicAnchor` is carried twice or more, every
+route the record check can take is walked (dynamic_scope.py): a reference that lands on one place
+whatever the route is a `kvx:ref` to it (the 2020-12 meta-schema's `"$dynamicRef": "#meta"`, entered
+through its root), one that lands on several stays refused. jsonschema resolves a `$ref` naming a
+`$dynamicAnchor` dynamically too, so those are rewritten alike. A `$recursiveRef` whose anchor is
+carried twice or more stays refused.
 """
 from __future__ import annotations
 
@@ -15,7 +19,9 @@ from typing import Any
 from urllib.parse import unquote, urldefrag
 
 from kvx.grammar.automata import deadline
-from kvx.grammar.schema.refs import child_pointers, own_dialect, with_children
+from kvx.grammar.schema.dynamic_scope import ROUTE_DEPENDENT, DynamicScopes
+from kvx.grammar.schema.keywords import ROUTE_REF
+from kvx.grammar.schema.refs import Document, child_pointers, own_dialect, with_children
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
 
@@ -41,34 +47,56 @@ def _anchors(root: dict) -> tuple[Counter, int, bool]:
 
 def with_static_refs(schema: Any, dialect: str) -> Any:
     """The schema (read in `dialect`) with each dynamic reference that cannot be dynamic written as a
-    `$ref` (a copy; the schema itself when there is none). Each subschema's own dialect names its
-    dynamic keyword (a subschema's own $schema switches it)."""
+    `$ref`, and each one that lands on one place whatever the route (dynamic_scope.py) written as a
+    `kvx:ref` to it; a `$ref` naming a `$dynamicAnchor` too, which the record check resolves
+    dynamically as well (a copy; the schema itself when there is none). Each subschema's own dialect
+    names its dynamic keyword (a subschema's own $schema switches it)."""
     if not isinstance(schema, dict):
         return schema
     names, recursive, any_ref = _anchors(schema)
-    if not any_ref:
+    shared = any(count > 1 for count in names.values())
+    if not any_ref and not shared:
         return schema
+    # (pointer, reference) -> where it lands; None: not worked out (a $dynamicRef is then static
+    # only where its anchor is carried once at most)
+    landed = DynamicScopes(Document(schema, dialect)).landings() if shared else {}
 
     def static(ref: Any, keyword: str) -> bool:
         if not isinstance(ref, str):
             return False
         if keyword == "$recursiveRef":
             return recursive <= 1
+        if landed is not None:
+            return True  # one that names a dynamic anchor is in `landed`
         fragment = urldefrag(ref)[1]
         return fragment == "" or fragment.startswith("/") or names[unquote(fragment)] <= 1
 
-    def rewrite(node: Any, inherited: str) -> Any:
+    def rewrite(node: Any, inherited: str, ptr: str) -> Any:
         if not isinstance(node, dict):
             return node
         dialect = own_dialect(node, inherited)
-        out = with_children(node, lambda sub: rewrite(sub, dialect))
+        pointers = iter([p for p, _ in child_pointers(node, ptr)])  # with_children's order
+        out = with_children(node, lambda sub: rewrite(sub, dialect, next(pointers)))
         keyword = DYNAMIC.get(dialect)
-        if keyword is not None and static(node.get(keyword), keyword) and isinstance(out.get("allOf", []), list):
-            ref = out.pop(keyword)
-            if "$ref" in out:  # both: each applies (2019-09 on)
-                out["allOf"] = [*out.get("allOf", []), {"$ref": ref}]
-            else:
-                out["$ref"] = ref
+        for kw in ("$ref", keyword) if keyword else ("$ref",):
+            lands = landed.get((ptr, node.get(kw))) if landed and isinstance(node.get(kw), str) else None
+            if lands is not None:
+                if len(lands) == 1 and ROUTE_DEPENDENT not in lands:
+                    _also(out, "kvx:ref", next(iter(lands)))
+                    out.pop(kw)
+                elif kw == "$ref":  # several: refused (keywords.py), as a $dynamicRef that stays
+                    out[ROUTE_REF] = out.pop(kw)
+                continue
+            if kw == keyword and static(node.get(kw), kw) and isinstance(out.get("allOf", []), list):
+                _also(out, "$ref", out.pop(kw))
         return out
 
-    return rewrite(schema, dialect)
+    return rewrite(schema, dialect, "")
+
+
+def _also(node: dict, keyword: str, value) -> None:
+    """`keyword: value` added to `node`, in an allOf beside one it has already (each applies)."""
+    if keyword in node:
+        node["allOf"] = [*node.get("allOf", []), {keyword: value}]
+    else:
+        node[keyword] = value

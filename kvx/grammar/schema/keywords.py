@@ -22,6 +22,12 @@ LONG_COUNT = 1024
 INTERNAL = {"kvx:ref", "kvx:exclude", "kvx:absent", "kvx:notPattern", "kvx:notFormat", "kvx:fraction",
             "kvx:notMultipleOf", "kvx:someKey"}
 UNSUPPORTED = {"$dynamicRef", "$recursiveRef"}
+ROUTE_REF = "kvx:routeRef"  # a $ref to a $dynamicAnchor landing by route (dynamic_refs.py): refused
+_DYNAMIC_REFUSALS = {
+    "$dynamicRef": "where it lands depends on the route the record check takes to it",
+    ROUTE_REF: "it names a $dynamicAnchor, which the record check resolves dynamically, and where it lands "
+               "depends on the route",
+    "$recursiveRef": "more than one resource carries $recursiveAnchor"}
 
 
 class Notes:
@@ -104,8 +110,8 @@ class Notes:
                 continue
             if kw == "uniqueItems":
                 continue  # exact or post-checked where an array is written (arrays.py)
-            if kw in UNSUPPORTED:
-                self.unsupported(kw, ptr, "")
+            if kw in UNSUPPORTED or kw == ROUTE_REF:  # dynamic_refs.py wrote the others as references
+                self.unsupported("$ref" if kw == ROUTE_REF else kw, ptr, _DYNAMIC_REFUSALS[kw])  # to where they land
             elif not kw.startswith("x-"):  # x-...: vendor annotations, by convention
                 self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
                                f"unknown keyword '{kw}' at {self.where(ptr)} ignored")

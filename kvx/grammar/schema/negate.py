@@ -13,7 +13,7 @@ Forms it cannot write raise UnsupportedSchema naming `not` and the keyword.
 from __future__ import annotations
 
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.schema.keywords import INTERNAL, META, TYPES
+from kvx.grammar.schema.keywords import INTERNAL, META, ROUTE_REF, TYPES
 from kvx.grammar.schema.refs import DanglingRef, Document, escape, foreign_keywords
 from kvx.grammar.schema.scalars import count_keyword
 
@@ -165,7 +165,7 @@ class Negator:
             return self._dependencies(sub, value, depth)
         if kw in ("items", "prefixItems", "uniqueItems", "additionalItems", "multipleOf", "dependentRequired",
                   "dependentSchemas", "dependencies", "unevaluatedItems", "unevaluatedProperties", "$dynamicRef",
-                  "$recursiveRef"):
+                  "$recursiveRef", ROUTE_REF):
             self._refuse(ptr, kw)
         return []  # an annotation or unknown keyword: holds everywhere, its negation nowhere
 
