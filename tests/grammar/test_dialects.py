@@ -254,3 +254,16 @@ def test_a_reference_landing_by_route_is_refused_in_its_own_words(keyword, refus
                         "s2": {"$id": "s2", "$ref": "list", "$defs": {"t": {"$dynamicAnchor": "t", "type": "string"}}}}}
     with pytest.raises(UnsupportedSchema, match=refusal):
         compile_program(schema)
+
+
+def test_a_draft7_ref_to_a_dynamic_anchor_keeps_ignoring_its_siblings():
+    """Rewritten to where it lands, a draft-7 `$ref` beside `type` still replaces its siblings, as
+    the check reads it there (lands on the root's anchor: the outermost carrier)."""
+    schema = {"$schema": D2020, "$id": "https://example.com/root", "$dynamicAnchor": "a", "type": "object",
+              "properties": {"x": {"$ref": "old"}},
+              "$defs": {"old": {"$id": "old", "$schema": D7,
+                                "properties": {"y": {"$ref": "https://example.com/n#a", "type": "string"}}},
+                        "n": {"$id": "n", "$dynamicAnchor": "a", "type": ["integer", "object"]}}}
+    values = [{"x": {"y": v}} for v in (1, "s", {}, None)] + [{}, {"x": 1}]
+    assert first_disagreement(schema, values) is None
+    assert compile_program(schema).program.accepts(b'{"x":{"y":{}}}')

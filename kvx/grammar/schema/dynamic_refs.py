@@ -21,7 +21,7 @@ from urllib.parse import unquote, urldefrag
 from kvx.grammar.automata import deadline
 from kvx.grammar.schema.dynamic_scope import ROUTE_DEPENDENT, DynamicScopes
 from kvx.grammar.schema.keywords import ROUTE_REF
-from kvx.grammar.schema.refs import Document, child_pointers, own_dialect, with_children
+from kvx.grammar.schema.refs import META, Document, child_pointers, own_dialect, with_children
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
 
@@ -59,7 +59,8 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
         return schema
     # (pointer, reference) -> where it lands; None: not worked out (a $dynamicRef is then static
     # only where its anchor is carried once at most)
-    landed = DynamicScopes(Document(schema, dialect)).landings() if shared else {}
+    doc = Document(schema, dialect) if shared else None
+    landed = DynamicScopes(doc).landings() if doc is not None else {}
 
     def static(ref: Any, keyword: str) -> bool:
         if not isinstance(ref, str):
@@ -82,8 +83,10 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
             lands = landed.get((ptr, node.get(kw))) if landed and isinstance(node.get(kw), str) else None
             if lands is not None:
                 if len(lands) == 1 and ROUTE_DEPENDENT not in lands:
+                    if kw == "$ref" and doc.ref_replaces_siblings(ptr):  # drafts 4-7: the siblings go too
+                        out = {k: v for k, v in out.items() if k in META and k != "$ref"}
                     _also(out, "kvx:ref", next(iter(lands)))
-                    out.pop(kw)
+                    out.pop(kw, None)
                 elif kw == "$ref":  # several: refused (keywords.py), as a $dynamicRef that stays
                     out[ROUTE_REF] = out.pop(kw)
                 continue
