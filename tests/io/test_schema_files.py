@@ -83,16 +83,19 @@ def test_a_draft7_root_that_is_only_a_ref_to_a_file(tmp_path):
         assert program.accepts(case.encode()) == want
 
 
-def test_a_file_in_another_draft_is_read_in_its_own(tmp_path):
+def test_a_file_in_another_draft_is_read_as_the_check_reads_it(tmp_path):
     """A draft-04 file bundled into a draft-07 schema is embedded under draft 4's `id` (with `$id`,
     jsonschema's draft-4 reading found no resource there, and the file's own `#/definitions/n`
-    resolved in the root) and read in draft 4: its boolean exclusiveMinimum, its `$ref` beside
-    siblings."""
+    resolved in the root). jsonschema reads the file's root in draft 4 (it names its $schema), its
+    boolean exclusiveMinimum too, but a definition reached by pointer from the draft-07 root in draft
+    7: `maximum` beside the $ref ignored. The grammar reads each as the check does; a boolean
+    exclusiveMinimum read in draft 7 (the check takes true for the number 1) is refused."""
     root = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-            "properties": {"a": {"$ref": "old.json#/definitions/pos"}}, "required": ["a"]}
-    old = {"$schema": "http://json-schema.org/draft-04/schema#",
+            "properties": {"a": {"$ref": "old.json#/definitions/pos"}, "b": {"$ref": "old.json"}}, "required": ["a"]}
+    old = {"$schema": "http://json-schema.org/draft-04/schema#", "type": ["integer", "object"],
+           "properties": {"c": {"type": "number", "minimum": 0, "exclusiveMinimum": True}},
            "definitions": {"pos": {"$ref": "#/definitions/n", "maximum": 5},
-                           "n": {"type": "integer", "minimum": 0, "exclusiveMinimum": True}}}
+                           "n": {"type": "integer", "minimum": 0}}}
     path = _write(tmp_path, {"root.json": root, "old.json": old})
     bundled = load_schema(str(path))
     assert bundled["definitions"]["kvx:file:old.json"]["id"].endswith("old.json")
@@ -101,11 +104,17 @@ def test_a_file_in_another_draft_is_read_in_its_own(tmp_path):
     reference = jsonschema.Draft7Validator({"$ref": path.resolve().as_uri()},
                                            registry=referencing.Registry().with_resources(resources))
     checker, program = RecordChecker(bundled), compile_program(bundled, GrammarOptions()).program
-    verdicts = {case: reference.is_valid(json.loads(case)) for case in ['{"a":3}', '{"a":9}', '{"a":0}', '{"a":"x"}']}
-    assert verdicts == {'{"a":3}': True, '{"a":9}': True, '{"a":0}': False, '{"a":"x"}': False}
+    cases = ['{"a":3}', '{"a":9}', '{"a":0}', '{"a":-1}', '{"a":"x"}', '{"a":2,"b":{"c":1}}', '{"a":2,"b":{"c":0}}']
+    verdicts = {case: reference.is_valid(json.loads(case)) for case in cases}
+    assert list(verdicts.values()) == [True, True, True, False, False, True, False]
     for case, want in verdicts.items():
         assert (checker.problem(json.loads(case)) is None) == want, case
         assert program.accepts(case.encode()) == want, case
+    old["definitions"]["n"]["exclusiveMinimum"] = True
+    _write(tmp_path, {"old.json": old})
+    with pytest.raises(UnsupportedSchema, match=r"'exclusiveMinimum' must be a number in draft7 \(a boolean is draft "
+                                                r"4's\) at old.json#/definitions/n"):
+        compile_program(load_schema(str(path)), GrammarOptions())
 
 
 def test_each_file_is_held_to_its_own_drafts_meta_schema(tmp_path):

@@ -32,10 +32,11 @@ class DynamicScopes:
             node = doc.at(ptr)
             if not isinstance(node, dict):
                 continue
-            dynamic = doc.dialect_at(ptr) == "2020-12"
-            if dynamic and isinstance(node.get("$dynamicAnchor"), str):
+            # an anchor is dynamic by the draft it is written in; a $dynamicRef is read where a
+            # 2020-12 validator reaches it
+            if doc.written_in(ptr) == "2020-12" and isinstance(node.get("$dynamicAnchor"), str):
                 self.carriers.setdefault(node["$dynamicAnchor"], {}).setdefault(base, ptr)
-            for kw in ("$ref", "$dynamicRef") if dynamic else ("$ref",):
+            for kw in ("$ref", "$dynamicRef") if "2020-12" in doc.readings(ptr) else ("$ref",):
                 if isinstance(node.get(kw), str):
                     self.sites.setdefault(base, []).append((ptr, node[kw]))
         self.names = sorted(self.carriers)

@@ -68,9 +68,12 @@ class Negator:
         if "$ref" in node and self.doc.ref_replaces_siblings(ptr):
             target = self._target(node["$ref"], ptr)
             return True if target is None else {"kvx:ref": self.negate(target, depth + 1)}
-        foreign = foreign_keywords(self.doc.dialect_at(ptr)) if self.as_the_check_reads else frozenset()
+        dialect = self.doc.dialect_at(ptr)
+        foreign = foreign_keywords(dialect) if self.as_the_check_reads else frozenset()
         branches: list = []
         for kw, value in node.items():
+            if kw.startswith("exclusiveM") and isinstance(value, bool) and dialect != "draft4":
+                self._refuse(ptr, kw, f"a boolean is draft 4's; {dialect} takes a number")
             # then/else are negated with `if`, draft 4's boolean exclusive* with minimum/maximum
             if (kw in META or kw in ("then", "else") or (kw.startswith("exclusiveM") and isinstance(value, bool))
                     or kw in foreign):

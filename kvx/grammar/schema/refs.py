@@ -73,6 +73,24 @@ def validator_of(dialect: str):
     return next(cls for cls, name in DIALECTS.items() if name == dialect)
 
 
+def read_apart(node, dialects: set[str]) -> str | None:
+    """The first keyword of `node` that the drafts in `dialects` read differently (one has it, another
+    does not; an items array, which 2020-12 does not take; draft 4's boolean exclusive bounds), None
+    where they read it alike."""
+    if "draft3" in dialects:
+        return "$schema"
+    if not isinstance(node, dict):
+        return None
+    foreign = [foreign_keywords(d) | ({"$dynamicRef"} if d != "2020-12" else set())
+               | ({"$recursiveRef"} if d != "2019-09" else set()) for d in dialects]
+    for kw, value in node.items():
+        if (any(kw in f for f in foreign) and not all(kw in f for f in foreign)
+                or kw == "items" and isinstance(value, list) and "2020-12" in dialects
+                or kw.startswith("exclusiveM") and isinstance(value, bool) and "draft4" in dialects):
+            return kw
+    return None
+
+
 def join_uri(base: str, ref: str) -> str:
     """`ref` resolved against `base`: urljoin, but a fragment alone always lands on the base (urljoin
     leaves "#/$defs/x" as it is under a scheme it does not know as hierarchical, a `urn:` $id's)."""
@@ -145,6 +163,7 @@ class Document:
         self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
         self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
         self._at: dict[str, tuple] = {}
+        self._route_cache: tuple | None = None
         self._index(root, "", base, self.dialect)
 
     def _index(self, node, pointer: str, base: str, dialect: str) -> None:
@@ -194,9 +213,35 @@ class Document:
 
     def dialect_at(self, pointer: str) -> str:
         """The dialect the schema at `pointer` is read in (a synthesised one: the words negate.py
-        writes)."""
+        writes). UnsupportedSchema where the record check reads it in two (`readings`)."""
+        read = self.readings(pointer)
+        if len(read) == 1:
+            return next(iter(read))
+        apart = read_apart(self.at(pointer), read)
+        if apart is not None:
+            where = self.where(pointer)
+            raise UnsupportedSchema(f"unsupported keyword '{apart}' at {where} (references from schemas of different "
+                                    f"drafts reach it, and the record check reads it in the draft of the one it "
+                                    f"came from: {' and '.join(sorted(read))}, which read it differently)", apart, where)
+        written = self.written_in(pointer)
+        return written if written in read else min(read)  # they read it alike
+
+    def readings(self, pointer: str) -> set[str]:
+        """The dialects the record check reads the schema at `pointer` in. jsonschema's validator
+        switches at a subschema naming its own $schema; elsewhere a schema is read in the draft of the
+        validator that reaches it, so a `$ref` from a draft-7 schema reads its target in draft 7 even
+        inside a draft-4 file, unless the target names its own $schema (`_routes`)."""
         if pointer.startswith("!"):
-            return SYNTHESISED_DIALECT
+            return {SYNTHESISED_DIALECT}
+        routes = self._routes()
+        if routes is not None and pointer in routes[0]:
+            return routes[0][pointer]
+        return {self.written_in(pointer)}
+
+    def written_in(self, pointer: str) -> str:
+        """The dialect of the resource the schema at `pointer` lies in (its own $schema's, or the
+        nearest above): what `referencing` reads identifiers and anchors by, whatever route the
+        validator takes."""
         hit = self.dialects.get(pointer)
         while hit is None and pointer:  # a place the index did not reach: its nearest indexed parent's
             pointer = pointer.rpartition("/")[0]
@@ -205,12 +250,64 @@ class Document:
 
     def ref_replaces_siblings(self, pointer: str) -> bool:
         """Whether a `$ref` at `pointer` replaces its siblings (drafts 4-7), as the record check reads
-        the schema there when it reaches it from the enclosing one: jsonschema applies the rule of the
-        validator that descends into a schema, so a subschema whose own $schema switches drafts
-        follows its enclosing schema's rule here (and its own draft's keywords)."""
+        it: jsonschema applies the rule of the validator that descends into a schema (the enclosing
+        schema's, or the referring one's), not the schema's own draft. UnsupportedSchema where routes
+        in from drafts on either side of the rule reach a `$ref` with other keywords beside it."""
         if pointer.startswith("!"):
             return False
-        return (self.dialect_at(pointer.rpartition("/")[0]) if pointer else self.dialect) in LEGACY
+        routes = self._routes()
+        if routes is None or pointer not in routes[1]:
+            return (self.dialect_at(pointer.rpartition("/")[0]) if pointer else self.dialect) in LEGACY
+        rules = {came in LEGACY for came in routes[1][pointer]}
+        node = self.at(pointer)
+        if len(rules) > 1 and isinstance(node, dict) and any(k != "$ref" and k not in META for k in node):
+            where = self.where(pointer)
+            raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (other keywords beside it, which the "
+                                    f"record check reads or ignores by the draft of the schema it came from: "
+                                    f"{' and '.join(sorted(routes[1][pointer]))})", "$ref", where)
+        return rules.pop()
+
+    def _routes(self) -> tuple[dict, dict] | None:
+        """For a document that mixes drafts (a subschema's own $schema names another): per pointer the
+        check reaches, the drafts it reads the schema in, and the drafts of the validators that reach
+        it (from the enclosing schema or a reference). None where one draft reads all of it."""
+        if self._route_cache is None:
+            self._route_cache = (self._walk_routes(),)
+        return self._route_cache[0]
+
+    def _walk_routes(self) -> tuple[dict, dict] | None:
+        if all(d == self.dialect for d in self.dialects.values()):
+            return None
+        read: dict[str, set[str]] = {}
+        came: dict[str, set[str]] = {}
+        todo = [("", self.dialect)]
+        while todo:
+            if len(todo) % 1024 == 0:
+                deadline.check()
+            ptr, by = todo.pop()
+            if by in came.get(ptr, ()):
+                continue
+            came.setdefault(ptr, set()).add(by)
+            node = self.at(ptr)
+            dialect = own_dialect(node, by)
+            read.setdefault(ptr, set()).add(dialect)
+            if not isinstance(node, dict):
+                continue
+            for kw in ("$ref", "kvx:ref"):
+                if isinstance(node.get(kw), str):
+                    target = node[kw] if kw == "kvx:ref" else self._quiet_target(node[kw], ptr)
+                    if target is not None:
+                        todo.append((target, dialect))
+            if not ("$ref" in node and by in LEGACY):  # else the siblings are not read
+                todo.extend((sub, dialect) for sub, _ in child_pointers(node, ptr)  # $defs: only references reach them
+                            if sub[len(ptr) + 1:].split("/", 1)[0] not in ("$defs", "definitions"))
+        return read, came
+
+    def _quiet_target(self, ref: str, pointer: str) -> str | None:
+        try:
+            return self.resolve(ref, pointer)
+        except UnsupportedSchema:
+            return None
 
     def synthesise(self, schema, made_from: str) -> str:
         """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
@@ -280,19 +377,4 @@ class Document:
             ptr = self.anchors.get(f"{uri}#{fragment}")
             if ptr is None:
                 raise DanglingRef(f"invalid schema: $ref {ref!r} names no $anchor at {where}", "$ref", where)
-        self._same_sibling_rule(ptr, pointer, where)
         return ptr
-
-    def _same_sibling_rule(self, target: str, pointer: str, where: str) -> None:
-        """Refuses a reference whose target holds a `$ref` beside other keywords that the referring
-        schema's draft reads otherwise (the check follows the referrer's rule there, so the target
-        would mean one thing by this route and another by its enclosing schema)."""
-        node = self.at(target)
-        if not (isinstance(node, dict) and "$ref" in node and any(k != "$ref" and k not in META for k in node)):
-            return
-        dialect = self.dialect_at(pointer)
-        if (dialect in LEGACY) != self.ref_replaces_siblings(target):
-            around = self.dialect_at(target.rpartition("/")[0]) if target else self.dialect
-            raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (it reaches {self.where(target)}, a $ref "
-                                    f"beside other keywords: the record check reads them by the referring schema's "
-                                    f"draft ({dialect}), the grammar by the draft around them ({around}))", "$ref", where)

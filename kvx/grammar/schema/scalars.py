@@ -288,9 +288,16 @@ class Scalars:
         return self.combine(langs, minus)
 
     def _bound(self, node: dict, kw: str, ptr: str):
-        if kw not in node or isinstance(node[kw], bool):
+        if kw not in node:
             return None
         v = node[kw]
+        if isinstance(v, bool):
+            dialect = self.doc.dialect_at(ptr)
+            if dialect == "draft4" or not kw.startswith("exclusive"):
+                return None  # draft 4's: read with minimum/maximum
+            where = self.where(ptr)  # the check would read true as the number 1: no draft means that
+            raise UnsupportedSchema(f"invalid schema: '{kw}' must be a number in {dialect} (a boolean is draft 4's) "
+                                    f"at {where}", kw, where)
         if not isinstance(v, (int, float)):
             raise UnsupportedSchema(f"invalid schema: '{kw}' must be a number at {self.where(ptr)}", kw, self.where(ptr))
         if isinstance(v, float) and not math.isfinite(v):
