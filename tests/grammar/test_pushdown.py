@@ -193,7 +193,7 @@ def test_the_deadline_is_looked_at_between_enum_members(monkeypatch):
     schema = {"type": "string", "enum": [f"v{i}" for i in range(300)], "not": {"const": "v3"}}
     compile_program(schema, deadline=Deadline(10.0, clock=lambda: reads.append(verdicts[0]) or 0.0))
     assert verdicts[0] >= 300
-    assert max(b - a for a, b in zip(reads, reads[1:])) <= 1
+    assert max(b - a for a, b in zip(reads, reads[1:])) <= 8
 
 
 def test_a_deadline_passing_before_the_walk_is_a_refusal(monkeypatch):

@@ -214,6 +214,9 @@ class Document:
     def dialect_at(self, pointer: str) -> str:
         """The dialect the schema at `pointer` is read in (a synthesised one: the words negate.py
         writes). UnsupportedSchema where the record check reads it in two (`readings`)."""
+        routes = self._routes()
+        if routes is None:  # one draft throughout: the common case, asked per piece and per verdict
+            return SYNTHESISED_DIALECT if pointer.startswith("!") else self.dialect
         read = self.readings(pointer)
         if len(read) == 1:
             return next(iter(read))
@@ -256,7 +259,9 @@ class Document:
         if pointer.startswith("!"):
             return False
         routes = self._routes()
-        if routes is None or pointer not in routes[1]:
+        if routes is None:
+            return self.dialect in LEGACY
+        if pointer not in routes[1]:
             return (self.dialect_at(pointer.rpartition("/")[0]) if pointer else self.dialect) in LEGACY
         rules = {came in LEGACY for came in routes[1][pointer]}
         node = self.at(pointer)
