@@ -97,11 +97,8 @@ def _refs(doc: dict, base: str, dialect: str, known: set, name: str):
     resolves them; adds the URIs its $ids declare to `known`."""
     index = Document(doc, dialect, base)
     known.update(index.resources)
-    for ptr, node_base in index.base_of.items():
-        node = index.at(ptr)
-        ref = node.get("$ref") if isinstance(node, dict) else None
-        if isinstance(ref, str):
-            yield ref, urldefrag(join_uri(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
+    for ptr, node_base, ref in index.references():
+        yield ref, urldefrag(join_uri(node_base, ref))[0], f"{name}#{ptr}" if name else ptr or "/"
 
 
 def _local_path(ref: str, uri: str, doc_path: Path, base: str, folder: Path) -> Path | None:

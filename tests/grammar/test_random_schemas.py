@@ -272,6 +272,14 @@ def foreign_to(schema, dialect: str) -> bool:
                for k, v in schema.items())
 
 
+DRAFT_URIS = {"2020-12": "https://json-schema.org/draft/2020-12/schema", "draft7": "http://json-schema.org/draft-07/schema#",
+              "draft4": "http://json-schema.org/draft-04/schema#"}
+
+
+def in_words_of(schema, dialect: str):
+    return {"2020-12": lambda s: s, "draft7": draft7, "draft4": lambda s: draft4(draft7(s))}[dialect](schema)
+
+
 def negated_schema(rng: random.Random):
     """A random schema under `not`, `if`/`then`/`else` or beside a `not` (the negations of negate.py)."""
     a, b, c = (random_schema(rng, 2) for _ in range(3))
@@ -299,10 +307,9 @@ def test_random_schemas_agree_with_jsonschema(seed, extra_keys, negated, dialect
         schema = negated_schema(rng) if negated else random_schema(rng, 3)
         schema = {"allOf": [schema]} if not isinstance(schema, dict) else schema
         schema["$defs"] = {"d": random_schema(rng, 2)}
-        if dialect == "draft-07":
-            schema = {"$schema": "http://json-schema.org/draft-07/schema#", **draft7(schema)}
-        if dialect == "draft-04":
-            schema = {"$schema": "http://json-schema.org/draft-04/schema#", **draft4(draft7(schema))}
+        if dialect != "2020-12":  # in that draft's words, naming it
+            words = dialect.replace("-0", "")
+            schema = {"$schema": DRAFT_URIS[words], **in_words_of(schema, words)}
         narrowed = dialect == "draft-04" and foreign_to(schema, "draft4")
         try:
             result = compile_program(schema, GrammarOptions(extra_keys=extra_keys))
@@ -319,14 +326,6 @@ def test_random_schemas_agree_with_jsonschema(seed, extra_keys, negated, dialect
             if extra_keys == "schema" and not narrowed:
                 assert accepted or not valid, ("valid rejected", schema, value)
     assert compiled >= (15 if negated else 25)
-
-
-DRAFT_URIS = {"2020-12": "https://json-schema.org/draft/2020-12/schema", "draft7": "http://json-schema.org/draft-07/schema#",
-              "draft4": "http://json-schema.org/draft-04/schema#"}
-
-
-def in_words_of(schema, dialect: str):
-    return {"2020-12": lambda s: s, "draft7": draft7, "draft4": lambda s: draft4(draft7(s))}[dialect](schema)
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -15,7 +15,6 @@ from __future__ import annotations
 from urllib.parse import unquote, urldefrag
 
 from kvx.grammar.automata import deadline
-from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.refs import SCHEMA_LISTS, SCHEMA_MAPS, SCHEMA_VALUED, Document, join_uri
 
 MAX_SCOPES = 4096  # states walked; past this the references stay dynamic (refused)
@@ -42,12 +41,7 @@ class DynamicScopes:
         self.names = sorted(self.carriers)
         # where evaluation starts in a resource: its root, or where a reference lands
         entries = set(doc.resources.values()) | {ptr for named in self.carriers.values() for ptr in named.values()}
-        for base, refs in self.sites.items():
-            for ptr, ref in refs:
-                try:
-                    entries.add(doc.resolve(ref, ptr))
-                except UnsupportedSchema:
-                    pass
+        entries |= {doc.target_or_none(ref, ptr) for refs in self.sites.values() for ptr, ref in refs} - {None}
         for uri, ptr in doc.resources.items():
             around = self._resource_around(ptr)
             if around is not None and any(_applied_from(ptr[len(e):]) for e in _schemas_above(ptr, entries)):
@@ -97,9 +91,8 @@ class DynamicScopes:
     def _landing(self, ref: str, ptr: str, target_uri: str, fragment: str, outermost: tuple):
         """(the pointer a reference lands on, the dynamic anchor's name or None), None if it lands
         nowhere in the document."""
-        try:
-            target = self.doc.resolve(ref, ptr)
-        except UnsupportedSchema:
+        target = self.doc.target_or_none(ref, ptr)
+        if target is None:
             return None
         name = fragment if fragment and not fragment.startswith("/") else None
         if name is None or self.carriers.get(name, {}).get(target_uri) != target:

@@ -58,8 +58,5 @@ def _may_reach(text: str) -> bool:
 
 def _targets(index: Document):
     """The URIs (no fragment) the document's $refs name."""
-    for ptr, base in index.base_of.items():
-        node = index.at(ptr)
-        ref = node.get("$ref") if isinstance(node, dict) else None
-        if isinstance(ref, str):
-            yield urldefrag(join_uri(base, ref))[0]
+    for _, base, ref in index.references():
+        yield urldefrag(join_uri(base, ref))[0]

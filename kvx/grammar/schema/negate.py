@@ -72,11 +72,11 @@ class Negator:
         foreign = foreign_keywords(dialect) if self.as_the_check_reads else frozenset()
         branches: list = []
         for kw, value in node.items():
-            if kw.startswith("exclusiveM") and isinstance(value, bool) and dialect != "draft4":
-                self._refuse(ptr, kw, f"a boolean is draft 4's; {dialect} takes a number")
-            # then/else are negated with `if`, draft 4's boolean exclusive* with minimum/maximum
-            if (kw in META or kw in ("then", "else") or (kw.startswith("exclusiveM") and isinstance(value, bool))
-                    or kw in foreign):
+            if kw.startswith("exclusiveM") and isinstance(value, bool):  # draft 4's: negated with minimum/maximum
+                if dialect != "draft4":
+                    self._refuse(ptr, kw, f"a boolean is draft 4's; {dialect} takes a number")
+                continue
+            if kw in META or kw in ("then", "else") or kw in foreign:  # then/else: negated with `if`
                 continue
             branches += self._keyword(ptr, node, kw, value, depth)
         return {"anyOf": branches} if branches else False

@@ -237,8 +237,9 @@ class Document:
         if pointer.startswith("!"):
             return {SYNTHESISED_DIALECT}
         routes = self._routes()
-        if routes is not None and pointer in routes[0]:
-            return routes[0][pointer]
+        if routes is not None and pointer in routes:
+            node = self.at(pointer)  # switched by its own $schema, else the reaching validator's
+            return {own_dialect(node, came) for came in routes[pointer]}
         return {self.written_in(pointer)}
 
     def written_in(self, pointer: str) -> str:
@@ -261,29 +262,28 @@ class Document:
         routes = self._routes()
         if routes is None:
             return self.dialect in LEGACY
-        if pointer not in routes[1]:
+        if pointer not in routes:
             return (self.dialect_at(pointer.rpartition("/")[0]) if pointer else self.dialect) in LEGACY
-        rules = {came in LEGACY for came in routes[1][pointer]}
+        rules = {came in LEGACY for came in routes[pointer]}
         node = self.at(pointer)
         if len(rules) > 1 and isinstance(node, dict) and any(k != "$ref" and k not in META for k in node):
             where = self.where(pointer)
             raise UnsupportedSchema(f"unsupported keyword '$ref' at {where} (other keywords beside it, which the "
                                     f"record check reads or ignores by the draft of the schema it came from: "
-                                    f"{' and '.join(sorted(routes[1][pointer]))})", "$ref", where)
+                                    f"{' and '.join(sorted(routes[pointer]))})", "$ref", where)
         return rules.pop()
 
-    def _routes(self) -> tuple[dict, dict] | None:
+    def _routes(self) -> dict[str, set[str]] | None:
         """For a document that mixes drafts (a subschema's own $schema names another): per pointer the
-        check reaches, the drafts it reads the schema in, and the drafts of the validators that reach
-        it (from the enclosing schema or a reference). None where one draft reads all of it."""
+        check reaches, the drafts of the validators that reach it (from the enclosing schema or a
+        reference). None where one draft reads all of it."""
         if self._route_cache is None:
             self._route_cache = (self._walk_routes(),)
         return self._route_cache[0]
 
-    def _walk_routes(self) -> tuple[dict, dict] | None:
+    def _walk_routes(self) -> dict[str, set[str]] | None:
         if all(d == self.dialect for d in self.dialects.values()):
             return None
-        read: dict[str, set[str]] = {}
         came: dict[str, set[str]] = {}
         todo = [("", self.dialect)]
         while todo:
@@ -295,24 +295,31 @@ class Document:
             came.setdefault(ptr, set()).add(by)
             node = self.at(ptr)
             dialect = own_dialect(node, by)
-            read.setdefault(ptr, set()).add(dialect)
             if not isinstance(node, dict):
                 continue
             for kw in ("$ref", "kvx:ref"):
                 if isinstance(node.get(kw), str):
-                    target = node[kw] if kw == "kvx:ref" else self._quiet_target(node[kw], ptr)
+                    target = node[kw] if kw == "kvx:ref" else self.target_or_none(node[kw], ptr)
                     if target is not None:
                         todo.append((target, dialect))
             if not ("$ref" in node and by in LEGACY):  # else the siblings are not read
                 todo.extend((sub, dialect) for sub, _ in child_pointers(node, ptr)  # $defs: only references reach them
                             if sub[len(ptr) + 1:].split("/", 1)[0] not in ("$defs", "definitions"))
-        return read, came
+        return came
 
-    def _quiet_target(self, ref: str, pointer: str) -> str | None:
+    def target_or_none(self, ref: str, pointer: str) -> str | None:
+        """resolve(), None for a reference it refuses (remote, dangling)."""
         try:
             return self.resolve(ref, pointer)
         except UnsupportedSchema:
             return None
+
+    def references(self):
+        """(pointer, base URI there, the reference) of every `$ref` in the document."""
+        for ptr, base in self.base_of.items():
+            node = self.at(ptr)
+            if isinstance(node, dict) and isinstance(node.get("$ref"), str):
+                yield ptr, base, node["$ref"]
 
     def synthesise(self, schema, made_from: str) -> str:
         """A pointer to `schema`, a schema the compiler built in place of the one at `made_from`."""
