@@ -150,6 +150,26 @@ def test_call_edges_and_spread_match_numpy():
     assert np.array_equal(out, np.where(table >= 0, table + 7, -1)[:, c.cob])
 
 
+def test_read_body_matches_numpy(numpy_only):
+    """The compiled reading of a rule body (its call edges out, the states that only spelled them
+    dropped) gives numpy's body state for state."""
+    from kvx.grammar.automata import pda
+
+    rng = random.Random(5)
+    for _ in range(100):
+        calls = [pda.call_symbol(rng.choice([2, 3, 255, 256, 4000])) for _ in range(rng.randint(0, 3))]
+        pieces = [random_regex(rng) for _ in range(2)] + calls
+        rng.shuffle(pieces)
+        composed = compose.Composer().build(ra.seq(ra.lit("["), ra.alt(*pieces), ra.star(ra.alt(*calls, ra.lit(","))),
+                                                   ra.lit("]")))
+        if composed is None:
+            continue
+        want, got = numpy_only(pda._body, composed), pda._body(composed)
+        assert np.array_equal(got.table, want.table) and np.array_equal(got.final, want.final)
+        assert got.start == want.start and np.array_equal(got.edges, want.edges)
+        assert got.table.dtype == want.table.dtype == np.int32 and got.edges.dtype == want.edges.dtype
+
+
 def test_subset_loop_stops_at_the_deadline():
     """The compiled subset loop looks at the compile's deadline each `look_every` units of work (a
     member or class read), not per count of states: past it, it stops (status -2, which the composer

@@ -380,25 +380,6 @@ class Composer:
             accepting = np.concatenate([accepting, np.array(extra_acc, dtype=bool)])
         return trans, accepting, start
 
-    def _subsets_compiled(self, kernel, trans, copy_acc, target_node, node_closure, entry0: frozenset, final0: bool):
-        """The same construction as _subsets_numpy by the compiled `kernel` (subset_kernel.subsets):
-        the same states, numbered in the order it meets them."""
-        acc_states, nodes, which, entries, node_fin = _target_nodes(copy_acc, target_node, node_closure)
-        entry_ptr = np.zeros(len(nodes) + 1, dtype=np.int64)
-        entry_ptr[1:] = np.cumsum([len(e) for e in entries])
-        entry_states = np.concatenate(entries) if entries else np.zeros(0, dtype=np.int64)
-        deadline.check()
-        node_of = np.full(len(copy_acc), -1, dtype=np.int64)
-        node_of[acc_states] = which
-        status, trans, accepting, start = kernel(
-            np.ascontiguousarray(trans), copy_acc, node_of, entry_ptr, entry_states, node_fin,
-            np.array(sorted(entry0), dtype=np.int64), bool(final0), 8 * self.max_states, LOOK_EVERY)
-        if status == -2:
-            deadline.check()
-        if status < 0:
-            raise TooLarge(f"more than {self.max_states} DFA states")
-        return trans, accepting, int(start)
-
     def network(self, num_nodes: int, edges: list, finals: tuple) -> DFA | None:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
         deadline.check()
@@ -419,9 +400,6 @@ class Composer:
             total += d.num_states
         if total > 2 * self.max_states:  # the result keeps nearly every copy state: over the cap anyway
             raise TooLarge(f"more than {self.max_states} DFA states")
-        out_edges = [[] for _ in range(num_nodes)]
-        for k, (a, _, _) in enumerate(copies):
-            out_edges[a].append(k)
         starts = [offsets[k] + d.start for k, (_, _, d) in enumerate(copies)]
         eps_copy = [bool(d.accepting[d.start]) for _, _, d in copies]
 
@@ -455,6 +433,7 @@ class Composer:
         n_bytes = (len(copies) + 7) // 8
 
         def node_closure(v: int) -> tuple:
+            """(the entry states of the copies leaving X(v), ascending (copy order), whether X(v) ends)"""
             hit = closure_memo.get(v)
             if hit is None:
                 if len(closure_memo) % 256 == 0:
@@ -470,11 +449,45 @@ class Composer:
                     bits = np.unpackbits(np.frombuffer(e.to_bytes(n_bytes, "little"), dtype=np.uint8),
                                          bitorder="little")
                     members = starts_a[np.flatnonzero(bits)].tolist()
-                hit = closure_memo[v] = (frozenset(members), fbits[v])
+                hit = closure_memo[v] = (tuple(members), fbits[v])
             return hit
 
-        if total == 0:
-            return empty_word() if node_closure(0)[1] else None
+        entry0, final0 = node_closure(0)
+        if not entry0:
+            return empty_word() if final0 else None
+        # every copy is trimmed, so a state is dead only if its copy leads to a dead node
+        preds = [[] for _ in range(num_nodes)]
+        for u in range(num_nodes):
+            for w in eps[u]:
+                preds[w].append(u)
+        for a, b, _ in copies:
+            preds[b].append(a)
+        live_node = [False] * num_nodes
+        stack = list(final_set)
+        for u in stack:
+            live_node[u] = True
+        while stack:
+            for u in preds[stack.pop()]:
+                if not live_node[u]:
+                    live_node[u] = True
+                    stack.append(u)
+        all_live = all(live_node[b] for _, b, _ in copies)
+        compiled = graph_kernels.kernels()
+        if compiled is not None:
+            return self._finish_compiled(compiled.network, copies, node_closure, entry0, final0, all_live)
+        dfa = self._finish_numpy(copies, offsets, node_closure, entry0, final0, all_live)
+        if dfa is None:
+            return None
+        if dfa.num_states > self.max_states:
+            raise TooLarge(f"more than {self.max_states} DFA states")
+        if dfa.num_states <= MINIMISE_UP_TO:
+            t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
+            dfa = CDFA(t, a, s, dfa.cob)
+        return dfa
+
+    def _finish_numpy(self, copies, offsets, node_closure, entry0: tuple, final0: bool, all_live: bool):
+        """The network's copies over one byte partition, their subset construction and trim, by
+        numpy calls (without numba)."""
         # one byte-class partition refining every copy's classes
         cobs: dict[int, np.ndarray] = {}
         for _, _, d in copies:
@@ -503,44 +516,50 @@ class Composer:
             deadline.check()
         copy_acc = np.concatenate(accs)
         target_node = np.repeat(np.array([b for _, b, _ in copies], dtype=np.int64), sizes_a)
-        entry0, final0 = node_closure(0)
-        if not entry0:
-            return empty_word() if final0 else None
-        compiled = graph_kernels.kernels()
-        if compiled is not None:
-            trans, accepting, start = self._subsets_compiled(compiled.subsets, trans, copy_acc, target_node,
-                                                             node_closure, entry0, final0)
-        else:
-            trans, accepting, start = self._subsets_numpy(trans, copy_acc, target_node, node_closure, entry0, final0)
-        # every copy is trimmed, so a state is dead only if its copy leads to a dead node
-        preds = [[] for _ in range(num_nodes)]
-        for u in range(num_nodes):
-            for w in eps[u]:
-                preds[w].append(u)
-        for a, b, _ in copies:
-            preds[b].append(a)
+        trans, accepting, start = self._subsets_numpy(trans, copy_acc, target_node, node_closure, frozenset(entry0),
+                                                      final0)
         deadline.check()  # after the subsets, before the trim of the whole table
-        live_node = [False] * num_nodes
-        stack = list(final_set)
-        for u in stack:
-            live_node[u] = True
-        while stack:
-            for u in preds[stack.pop()]:
-                if not live_node[u]:
-                    live_node[u] = True
-                    stack.append(u)
-        # states nothing enters any more (a copy's start, entered now as part of a subset state;
-        # about a quarter of a rule body) go too: each would cost `link` and the token tables a row
-        dfa = trim(trans, accepting, start, joint, all_live=all(live_node[b] for _, b, _ in copies))
+        return trim(trans, accepting, start, joint, all_live=all_live)
+
+    def _finish_compiled(self, kernel, copies, node_closure, entry0: tuple, final0: bool, all_live: bool):
+        """_finish_numpy's steps and the cap and minimisation after them, in one compiled call
+        (network_kernel.finish_network): the same table."""
+        index: dict[int, int] = {}  # distinct automata, in the order the copies meet them
+        distinct, copy_dfa = [], []
+        for _, _, d in copies:
+            i = index.get(id(d))
+            if i is None:
+                i = index[id(d)] = len(distinct)
+                distinct.append(d)
+            copy_dfa.append(i)
+        nodes = sorted({b for _, b, _ in copies})
+        node_index = {u: i for i, u in enumerate(nodes)}
+        entries, entry_lens, node_fin = [], [0], []
+        for i, u in enumerate(nodes):
+            if i % 256 == 255:
+                deadline.check()
+            members, fin = node_closure(u)
+            entries += members
+            entry_lens.append(len(members))
+            node_fin.append(fin)
+        rows = [d.num_states for d in distinct]
+        cells = [d.trans.size for d in distinct]
         deadline.check()
-        if dfa is None:
-            return None
-        if dfa.num_states > self.max_states:
+        status, trans, accepting, start, joint = kernel(
+            np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
+            np.cumsum([0] + cells, dtype=np.int64), np.cumsum([0] + rows, dtype=np.int64),
+            np.array([d.trans.shape[1] for d in distinct], dtype=np.int64),
+            np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
+            np.stack([d.cob for d in distinct]).astype(np.int64, copy=False),
+            np.array(copy_dfa, dtype=np.int64), np.array([node_index[b] for _, b, _ in copies], dtype=np.int64),
+            np.cumsum(entry_lens, dtype=np.int64), np.array(entries, dtype=np.int64),
+            np.array(node_fin, dtype=bool), np.array(entry0, dtype=np.int64), bool(final0), all_live,
+            self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
+        if status == -2:
+            deadline.check()
+        if status < 0:
             raise TooLarge(f"more than {self.max_states} DFA states")
-        if dfa.num_states <= MINIMISE_UP_TO:
-            t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
-            dfa = CDFA(t, a, s, dfa.cob)
-        return dfa
+        return None if status == 1 else CDFA(trans, accepting, int(start), joint)
 
 
 def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
@@ -564,18 +583,22 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
 
 def _literal_chain(text: list[int]) -> CDFA:
     """The n + 1 state chain spelling the bytes `text`, with the byte classes column_classes
-    would give it (the literal's bytes, one class each, and the rest; numbered by first byte)."""
+    would give it (the literal's bytes, one class each, and the rest; numbered by first byte).
+    Built from Python lists in two numpy calls: a median schema spells about seventy keys."""
     distinct = set(text)
     rest = next((b for b in range(256) if b not in distinct), None)  # the lowest byte not in it
-    rank = {b: i for i, b in enumerate(sorted(distinct | ({rest} - {None})))}
-    cob = np.full(256, rank.get(rest, 0), dtype=np.int64)
-    cob[list(distinct)] = [rank[b] for b in distinct]
-    n = len(text)
-    trans = np.full((n + 1, len(rank)), -1, dtype=np.int32)
-    trans[np.arange(n), [rank[b] for b in text]] = np.arange(1, n + 1, dtype=np.int32)
+    rank = {b: i for i, b in enumerate(sorted(distinct if rest is None else distinct | {rest}))}
+    classes = bytearray([rank.get(rest, 0)]) * 256  # at most 256 classes: each fits a byte
+    for b in distinct:
+        classes[b] = rank[b]
+    n, k = len(text), len(rank)
+    trans = [-1] * ((n + 1) * k)
+    for i, b in enumerate(text):
+        trans[i * k + rank[b]] = i + 1
     acc = np.zeros(n + 1, dtype=bool)
     acc[n] = True
-    return CDFA(trans, acc, 0, cob)
+    return CDFA(np.array(trans, dtype=np.int32).reshape(n + 1, k), acc, 0,
+                np.frombuffer(bytes(classes), dtype=np.uint8).astype(np.int64))
 
 
 def fast_compile(node: ra.Node, max_states: int = DEFAULT_MAX_STATES) -> DFA | None:

@@ -1,7 +1,8 @@
-"""The automata's graph loops compiled with numba, in one place: reachability, byte distances, byte
-classes, `link`'s reading of call edges and spreading of rows, trimming, and in files of their own
-minimisation (minimise_kernel.py, Hopcroft's), the composer's subset construction (subset_kernel.py)
-and the product of two DFAs (product_kernel.py); numba itself comes from jit.py.
+"""The automata's graph loops compiled with numba, in one place: byte distances, `link`'s reading of
+rule bodies and spreading of rows, and from files of their own reachability, trimming and byte
+classes (table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's subset
+construction (subset_kernel.py) and the rest of its network in one call (network_kernel.py), and
+the product of two DFAs (product_kernel.py); numba itself comes from jit.py.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing
@@ -25,8 +26,10 @@ import numpy as np
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
 from kvx.grammar.automata.minimise_kernel import minimal_rows
+from kvx.grammar.automata.network_kernel import finish_network
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
+from kvx.grammar.automata.table_kernels import column_classes, reach, trim_keep
 
 # states up to which minimisation runs compiled, without looking at the compile's deadline
 # (milliseconds at most); bigger automata take the numpy Moore rounds, which look between rounds
@@ -43,6 +46,8 @@ class GraphKernels(NamedTuple):
     column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
     product: object  # dfa_ops.product's walk: product_kernel.product_rows
     trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
+    network: object  # compose's network after its closures: network_kernel.finish_network
+    body: object  # (trans, cob, call, accepting, start) -> (table, final, start, edges): pda._body
 
 
 @functools.cache
@@ -51,8 +56,8 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(_reach, minimal_rows, _distances, subsets, _call_edges, _spread, _column_classes,
-                             product_rows, _trim_keep)
+        built = GraphKernels(reach, minimal_rows, _distances, subsets, _call_edges, _spread, column_classes,
+                             product_rows, trim_keep, finish_network, _read_body)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -70,84 +75,17 @@ def _warm(k: GraphKernels) -> None:
               np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16, 1 << 20)
     _warm_deadline_look(k)
     k.call_edges(np.array([[1], [-1]], i32), np.zeros(256, i64), 0)
+    k.body(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.array([False, True]), 0)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):
         k.column_classes(np.zeros((2, 256), dtype))
     k.product(np.array([[1], [-1]], i64), np.array([[0], [1]], i64), 1, 0, False, 16, 4096)
     for dtype in (i32, i64):
         k.trim(np.array([[1], [-1]], dtype), np.array([False, True]), 0, False)
-
-
-@_jit
-def _reach(n, src, dst, seeds):  # pragma: no cover - compiled
-    counts = np.zeros(n + 1, np.int64)
-    for i in range(len(src)):
-        counts[src[i] + 1] += 1
-    for i in range(n):
-        counts[i + 1] += counts[i]
-    fill = counts[:-1].copy()
-    targets = np.empty(len(src), np.int64)
-    for i in range(len(src)):
-        targets[fill[src[i]]] = dst[i]
-        fill[src[i]] += 1
-    seen = np.zeros(n, np.bool_)
-    queue = np.empty(n, np.int64)
-    tail = 0
-    for s in seeds:
-        if not seen[s]:
-            seen[s] = True
-            queue[tail] = s
-            tail += 1
-    head = 0
-    while head < tail:
-        s = queue[head]
-        head += 1
-        for j in range(counts[s], counts[s + 1]):
-            t = targets[j]
-            if not seen[t]:
-                seen[t] = True
-                queue[tail] = t
-                tail += 1
-    return seen
-
-@_jit
-def _trim_keep(trans, accepting, start, all_live):  # pragma: no cover - compiled
-    """cdfa.trim's states: those reachable from `start` through states that can reach acceptance
-    (`all_live`: the caller knows every state can), read off the table (no deduplicated pair list:
-    a third of a second on a 100,000-state product). All False when `start` cannot."""
-    n, k = trans.shape
-    if all_live:
-        live = np.ones(n, np.bool_)
-    else:  # backwards from the accepting states
-        cells = 0
-        for s in range(n):
-            for c in range(k):
-                cells += trans[s, c] >= 0
-        back_src, back_dst = np.empty(cells, np.int64), np.empty(cells, np.int64)
-        cells = 0
-        for s in range(n):
-            for c in range(k):
-                if trans[s, c] >= 0:
-                    back_src[cells], back_dst[cells] = trans[s, c], s
-                    cells += 1
-        live = _reach(n, back_src, back_dst, np.flatnonzero(accepting))
-    seen = np.zeros(n, np.bool_)
-    if not live[start]:
-        return seen
-    seen[start] = True
-    queue = np.empty(n, np.int64)
-    queue[0] = start
-    head, tail = 0, 1
-    while head < tail:
-        s = queue[head]
-        head += 1
-        for c in range(k):
-            t = trans[s, c]
-            if t >= 0 and live[t] and not seen[t]:
-                seen[t] = True
-                queue[tail] = t
-                tail += 1
-    return seen
+    two = np.array([0, 2], i64)  # one copy of a one-byte automaton, ending the network
+    k.network(np.array([1, -1], i32), two, two, np.array([1], i64), np.array([False, True]), np.zeros((1, 256), i64),
+              np.array([0], i64), np.array([0], i64), np.array([0, 0], i64), np.zeros(0, i64), np.array([True]),
+              np.array([0], i64), False, True, 16, 64, 1 << 20)
 
 
 @_jit
@@ -278,46 +216,55 @@ def _call_edges(table, cob, call):  # pragma: no cover - compiled
 
 
 @_jit
+def _read_body(trans, cob, call, accepting, start):  # pragma: no cover - compiled
+    """pda._body: a composed rule body's call edges (_call_edges), its call column cleared and the
+    states that only spelled calls dropped. Returns (table, final, start, edges) over the states kept."""
+    table = trans.astype(np.int32)
+    edges, spelled = _call_edges(table, cob, call)
+    n, k = table.shape
+    if not spelled.any():
+        return table, accepting.copy(), np.int64(start), edges
+    keep = ~spelled
+    keep[start] = True
+    for e in range(len(edges)):
+        keep[edges[e, 2]] = True
+    for s in range(n):
+        table[s, call] = -1
+    for s in range(n):
+        if not spelled[s]:
+            for c in range(k):
+                if table[s, c] >= 0:
+                    keep[table[s, c]] = True
+    remap = np.full(n, -1, np.int64)
+    kept = 0
+    for s in range(n):
+        if keep[s]:
+            remap[s] = kept
+            kept += 1
+    out = np.empty((kept, k), np.int32)
+    final = np.empty(kept, np.bool_)
+    for s in range(n):
+        if keep[s]:
+            final[remap[s]] = accepting[s]
+            for c in range(k):
+                t = table[s, c]
+                out[remap[s], c] = remap[t] if t >= 0 else -1
+    m = 0
+    for e in range(len(edges)):
+        m += keep[edges[e, 0]] and keep[edges[e, 2]]
+    out_edges = np.empty((m, 3), np.int64)
+    m = 0
+    for e in range(len(edges)):
+        if keep[edges[e, 0]] and keep[edges[e, 2]]:
+            out_edges[m, 0], out_edges[m, 1], out_edges[m, 2] = remap[edges[e, 0]], edges[e, 1], remap[edges[e, 2]]
+            m += 1
+    return out, final, np.int64(remap[start]), out_edges
+
+
+@_jit
 def _spread(table, classes, offset, out):  # pragma: no cover - compiled
     """out[s, b] = table[s, classes[b]] + offset (-1 stays -1): a rule body's rows in the program."""
     for s in range(table.shape[0]):
         for b in range(256):
             t = table[s, classes[b]]
             out[s, b] = t + offset if t >= 0 else -1
-
-
-@_jit
-def _column_classes(mat):  # pragma: no cover - compiled
-    """cdfa.column_classes: (first column of each class, class of each column), the classes of
-    identical columns numbered by their first column."""
-    rows, cols = mat.shape
-    of = np.empty(cols, np.int64)
-    firsts = np.empty(cols, np.int64)
-    classes = 0
-    table = dict()  # column hash (probed linearly) -> class
-    table[np.int64(-1)] = np.int64(-1)
-    hashes = np.full(cols, np.uint64(0xCBF29CE484222325))
-    for r in range(rows):  # row by row, in memory order: a tall table's columns are strided
-        for c in range(cols):
-            hashes[c] = (hashes[c] ^ np.uint64(mat[r, c] + 2)) * np.uint64(0x100000001B3)
-    for c in range(cols):
-        h = np.int64(hashes[c] >> np.uint64(1))
-        found = -1
-        while h in table:
-            k = table[h]
-            same = True
-            for r in range(rows):
-                if mat[r, firsts[k]] != mat[r, c]:
-                    same = False
-                    break
-            if same:
-                found = k
-                break
-            h += 1
-        if found < 0:
-            found = classes
-            table[h] = np.int64(classes)
-            firsts[classes] = c
-            classes += 1
-        of[c] = found
-    return firsts[:classes].copy(), of

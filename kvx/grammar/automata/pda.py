@@ -20,6 +20,7 @@ no transitions and no calls.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -142,15 +143,16 @@ class _Body:
 def _body(c: CDFA) -> _Body:
     """Read the call spellings (0xFF, hi, lo) of a composed rule body back out as edges, and drop
     the states that only spelled them."""
-    table = np.ascontiguousarray(c.trans, dtype=np.int32).copy()
     call = int(c.cob[CALL_BYTE])  # a class of its own when there are calls: no real byte moves with it
+    classes = c.cob.astype(np.int64)
     compiled = graph_kernels.kernels()
     if compiled is not None:
-        edges, spelled = compiled.call_edges(table, np.ascontiguousarray(c.cob, dtype=np.int64), call)
-        spelling = np.flatnonzero(spelled).tolist()
-    else:
-        edges, spelling = _call_edges(table, c.cob, call)
-    body = _Body(table, c.accepting.astype(bool), int(c.start), c.cob.astype(np.int64),
+        table, final, start, edges = compiled.body(np.ascontiguousarray(c.trans, dtype=np.int32), classes, call,
+                                                   np.asarray(c.accepting, dtype=bool), int(c.start))
+        return _Body(table, final, int(start), classes, edges)
+    table = np.ascontiguousarray(c.trans, dtype=np.int32).copy()
+    edges, spelling = _call_edges(table, c.cob, call)
+    body = _Body(table, c.accepting.astype(bool), int(c.start), classes,
                  np.asarray(edges, dtype=np.int64).reshape(-1, 3))
     if spelling:
         table[:, call] = -1
@@ -165,7 +167,7 @@ def _body(c: CDFA) -> _Body:
 
 
 def _call_edges(table: np.ndarray, cob: np.ndarray, call: int) -> tuple[list, set]:
-    """Without numba: graph_kernels._call_edges (the same edges in the same order)."""
+    """Without numba: graph_kernels._call_edges (the same edges in the same order; _read_body does the rest)."""
     bytes_of = lambda k: np.flatnonzero(cob == k).tolist()
     edges, spelling = [], set()
     for s in np.flatnonzero(table[:, call] >= 0).tolist():
@@ -281,25 +283,50 @@ def _content(b: _Body) -> tuple[bytes, bytes, bytes]:
 def _productive_rules(bodies: list) -> np.ndarray:
     """Rules whose start can reach a final state, calling only rules that can (least fixpoint)."""
     ok = np.zeros(len(bodies), dtype=bool)
+    callees = [() if b is None else sorted(set(b.edges[:, 1].tolist())) for b in bodies]
     callers: dict[int, set] = {}
-    for r, b in enumerate(bodies):
-        if b is not None:
-            for callee in set(b.edges[:, 1].tolist()):
-                callers.setdefault(callee, set()).add(r)
-    # a body is trimmed with its calls counted as bytes: once all its callees can complete, it can
-    todo = [r for r, b in enumerate(bodies) if b is not None]
-    while todo:
-        r = todo.pop()
-        if not ok[r] and ok[bodies[r].edges[:, 1]].all():
+    for r, called in enumerate(callees):
+        for callee in called:
+            callers.setdefault(callee, set()).add(r)
+    # callees first; a rule is looked at again only when one of its callees is found to complete
+    queue = deque(r for r in _callees_first(callees) if bodies[r] is not None)
+    queued = set(queue)
+    while queue:
+        r = queue.popleft()
+        queued.discard(r)
+        b = bodies[r]
+        if ok[r]:
+            continue
+        # a body is trimmed with its calls counted as bytes: once all its callees can complete, it
+        # can; else (recursion, or a call of a rule that cannot complete) search its graph over the
+        # calls of rules that can
+        if all(ok[c] for c in callees[r]) or b.reach(True, np.array([b.start]), ok)[b.final].any():
             ok[r] = True
-            todo += [c for c in callers.get(r, ()) if not ok[c]]
-    grown = True
-    while grown:  # recursion (or calls of rules that cannot complete): search the graph
-        grown = False
-        for r, b in enumerate(bodies):
-            if b is not None and not ok[r] and b.reach(True, np.array([b.start]), ok)[b.final].any():
-                ok[r] = grown = True
+            for c in callers.get(r, ()):
+                if not ok[c] and c not in queued:
+                    queued.add(c)
+                    queue.append(c)
     return ok
+
+
+def _callees_first(callees: list) -> list[int]:
+    """Every rule after the rules it calls (depth-first post-order; a cycle is cut where it closes)."""
+    order, done = [], [False] * len(callees)
+    for root in range(len(callees)):
+        if done[root]:
+            continue
+        done[root] = True
+        stack = [(root, iter(callees[root]))]
+        while stack:
+            r, it = stack[-1]
+            nxt = next((c for c in it if not done[c]), None)
+            if nxt is None:
+                stack.pop()
+                order.append(r)
+            else:
+                done[nxt] = True
+                stack.append((nxt, iter(callees[nxt])))
+    return order
 
 
 def _cut(b: _Body, ok: np.ndarray) -> _Body:

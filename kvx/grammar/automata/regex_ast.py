@@ -73,12 +73,15 @@ def chars(text: str) -> Bytes:
     return byte_set(*text.encode())
 
 
+_BYTES = tuple(Bytes(1 << b) for b in range(256))  # one leaf per byte, shared (nodes are immutable)
+
+
 def lit(data: bytes | str) -> Node:
     if isinstance(data, str):
         data = data.encode()
     if len(data) == 1:
-        return byte_set(data[0])
-    return Seq(tuple(byte_set(b) for b in data))
+        return _BYTES[data[0]]
+    return Seq(tuple(_BYTES[b] for b in data))
 
 
 def is_nothing(node: Node) -> bool:

@@ -1,0 +1,118 @@
+"""The compiled loops over one state table that several kernels share: reachability, the states a
+trim keeps, and the byte classes of identical columns (graph_kernels.py lists them for the Python
+callers; network_kernel.py runs them inside its one call)."""
+from __future__ import annotations
+
+import numpy as np
+
+from kvx.grammar.automata.jit import jit as _jit
+
+
+@_jit
+def reach(n, src, dst, seeds):  # pragma: no cover - compiled
+    counts = np.zeros(n + 1, np.int64)
+    for i in range(len(src)):
+        counts[src[i] + 1] += 1
+    for i in range(n):
+        counts[i + 1] += counts[i]
+    fill = counts[:-1].copy()
+    targets = np.empty(len(src), np.int64)
+    for i in range(len(src)):
+        targets[fill[src[i]]] = dst[i]
+        fill[src[i]] += 1
+    seen = np.zeros(n, np.bool_)
+    queue = np.empty(n, np.int64)
+    tail = 0
+    for s in seeds:
+        if not seen[s]:
+            seen[s] = True
+            queue[tail] = s
+            tail += 1
+    head = 0
+    while head < tail:
+        s = queue[head]
+        head += 1
+        for j in range(counts[s], counts[s + 1]):
+            t = targets[j]
+            if not seen[t]:
+                seen[t] = True
+                queue[tail] = t
+                tail += 1
+    return seen
+
+@_jit
+def trim_keep(trans, accepting, start, all_live):  # pragma: no cover - compiled
+    """cdfa.trim's states: those reachable from `start` through states that can reach acceptance
+    (`all_live`: the caller knows every state can), read off the table (no deduplicated pair list:
+    a third of a second on a 100,000-state product). All False when `start` cannot."""
+    n, k = trans.shape
+    if all_live:
+        live = np.ones(n, np.bool_)
+    else:  # backwards from the accepting states
+        cells = 0
+        for s in range(n):
+            for c in range(k):
+                cells += trans[s, c] >= 0
+        back_src, back_dst = np.empty(cells, np.int64), np.empty(cells, np.int64)
+        cells = 0
+        for s in range(n):
+            for c in range(k):
+                if trans[s, c] >= 0:
+                    back_src[cells], back_dst[cells] = trans[s, c], s
+                    cells += 1
+        live = reach(n, back_src, back_dst, np.flatnonzero(accepting))
+    seen = np.zeros(n, np.bool_)
+    if not live[start]:
+        return seen
+    seen[start] = True
+    queue = np.empty(n, np.int64)
+    queue[0] = start
+    head, tail = 0, 1
+    while head < tail:
+        s = queue[head]
+        head += 1
+        for c in range(k):
+            t = trans[s, c]
+            if t >= 0 and live[t] and not seen[t]:
+                seen[t] = True
+                queue[tail] = t
+                tail += 1
+    return seen
+
+
+
+@_jit
+def column_classes(mat):  # pragma: no cover - compiled
+    """cdfa.column_classes: (first column of each class, class of each column), the classes of
+    identical columns numbered by their first column."""
+    rows, cols = mat.shape
+    of = np.empty(cols, np.int64)
+    firsts = np.empty(cols, np.int64)
+    classes = 0
+    table = dict()  # column hash (probed linearly) -> class
+    table[np.int64(-1)] = np.int64(-1)
+    hashes = np.full(cols, np.uint64(0xCBF29CE484222325))
+    for r in range(rows):  # row by row, in memory order: a tall table's columns are strided
+        for c in range(cols):
+            hashes[c] = (hashes[c] ^ np.uint64(mat[r, c] + 2)) * np.uint64(0x100000001B3)
+    for c in range(cols):
+        h = np.int64(hashes[c] >> np.uint64(1))
+        found = -1
+        while h in table:
+            k = table[h]
+            same = True
+            for r in range(rows):
+                if mat[r, firsts[k]] != mat[r, c]:
+                    same = False
+                    break
+            if same:
+                found = k
+                break
+            h += 1
+        if found < 0:
+            found = classes
+            table[h] = np.int64(classes)
+            firsts[classes] = c
+            classes += 1
+        of[c] = found
+    return firsts[:classes].copy(), of
