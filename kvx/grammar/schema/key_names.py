@@ -18,13 +18,18 @@ from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import minimal
 from kvx.grammar.schema import strings
 
-# character -> the byte after the backslash of its short escape
-SHORT_ESCAPES = {chr(cp): esc[1] for cp, esc in strings.SHORT_ESCAPES.items()}
+# code point (ASCII) -> the byte after the backslash of its short escape, or -1
+SHORT_ESCAPE_BYTE = np.full(128, -1, dtype=np.int64)
+SHORT_ESCAPE_BYTE[list(strings.SHORT_ESCAPES)] = [esc[1] for esc in strings.SHORT_ESCAPES.values()]
+HEX_LOWER = np.frombuffer(b"0123456789abcdef", dtype=np.uint8).astype(np.int64)
+HEX_UPPER = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8).astype(np.int64)
+PLAIN_ASCII = np.array([c for c in range(0x20, 0x80) if c not in (0x22, 0x5C)], dtype=np.int64)
 
 
 def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     """`body` minus every spelling of `names`; None where a name is not ASCII or `body` is not the
-    plain string body (its start, the state between characters, is checked)."""
+    plain string body (its start, the state between characters, is checked). The rows are written
+    per trie edge with numpy (a Python loop per edge cost 1-2 ms a name set)."""
     if not all(name.isascii() for name in names):
         return None
     b, s0 = body.trans, body.start
@@ -33,35 +38,39 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     u0 = int(b[u, ord("0")])
     u00 = int(b[u0, ord("0")])
     u00h = [int(b[u00, ord(str(h))]) for h in range(8)]
-    if min(esc, u, u0, u00, *u00h) < 0 or any(int(b[s0, c]) != s0 for c in range(0x20, 0x80) if c not in (0x22, 0x5C)):
+    if min(esc, u, u0, u00, *u00h) < 0 or (b[s0, PLAIN_ASCII] != s0).any():
         return None  # not a body whose start is the state between characters: the product decides
     children, is_name = trie(names)
+    edges = [(t, ord(ch), c) for t, kids in enumerate(children) for ch, c in kids.items()]
+    parent, code, child = np.array(edges, dtype=np.int64).reshape(-1, 3).T
     nb = b.shape[0]
     # rows per trie node: 0 between characters, 1 after \, 2 after \u, 3 after \u0, 4 after \u00,
     # then one after \u00h for each high nibble h its children use (other nibbles go on in the body)
-    nibbles = [sorted({ord(ch) >> 4 for ch in kids}) for kids in children]
-    base = nb + np.concatenate([[0], np.cumsum([5 + len(h) for h in nibbles])]).astype(np.int64)
-    template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)  # by kind
-    row_kind = np.array([k for hs in nibbles for k in (0, 1, 2, 3, 4, *(5 + h for h in hs))], dtype=np.int64)
-    trans = np.concatenate([b.astype(np.int32), template[row_kind]])
+    pairs = np.unique(parent * 8 + (code >> 4))  # (node, nibble), ordered by node then nibble
+    pair_node, pair_nibble = pairs // 8, pairs % 8
+    counts = np.bincount(pair_node, minlength=len(children))
+    base = nb + np.concatenate([[0], np.cumsum(5 + counts)])
     rows = base[:-1]
+    nibble_row = rows[pair_node] + 5 + np.arange(len(pairs)) - np.concatenate([[0], np.cumsum(counts)])[pair_node]
+    row_kind = np.zeros(int(base[-1]) - nb, dtype=np.int64)  # kind 0-4 as above, 5 + h after \u00h
+    row_kind[(rows - nb)[:, None] + np.arange(5)] = np.arange(5)
+    row_kind[nibble_row - nb] = 5 + pair_nibble
+    template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)  # by kind
+    trans = np.concatenate([b.astype(np.int32), template[row_kind]])
     trans[rows, ord("\\")] = rows + 1
     trans[rows + 1, ord("u")] = rows + 2
     trans[rows + 2, ord("0")] = rows + 3
     trans[rows + 3, ord("0")] = rows + 4
-    for t, kids in enumerate(children):  # the spellings that lead to a child; the rest stay FREE
-        r = int(base[t])
-        after_nibble = {h: r + 5 + i for i, h in enumerate(nibbles[t])}
-        for h, row in after_nibble.items():
-            trans[r + 4, ord(str(h))] = row
-        for ch, c in kids.items():
-            target, code = int(base[c]), ord(ch)
-            if code >= 0x20 and ch not in '"\\':
-                trans[r, code] = target
-            if ch in SHORT_ESCAPES:
-                trans[r + 1, SHORT_ESCAPES[ch]] = target
-            for digit in {format(code & 15, "x"), format(code & 15, "X")}:
-                trans[after_nibble[code >> 4], ord(digit)] = target
+    trans[rows[pair_node] + 4, ord("0") + pair_nibble] = nibble_row
+    # the spellings that lead to a child; the rest stay FREE
+    target, at = base[child], rows[parent]
+    plain = (code >= 0x20) & (code != 0x22) & (code != 0x5C)
+    trans[at[plain], code[plain]] = target[plain]
+    short = SHORT_ESCAPE_BYTE[code]
+    trans[at[short >= 0] + 1, short[short >= 0]] = target[short >= 0]
+    after = nibble_row[np.searchsorted(pairs, parent * 8 + (code >> 4))]
+    trans[after, HEX_LOWER[code & 15]] = target
+    trans[after, HEX_UPPER[code & 15]] = target
     accepting = np.concatenate([body.accepting.astype(bool), np.zeros(len(row_kind), dtype=bool)])
     accepting[rows] = ~np.array(is_name)
     reps, cob = column_classes(trans)
