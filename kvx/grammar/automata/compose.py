@@ -542,13 +542,10 @@ class Composer:
             entries += members
             entry_lens.append(len(members))
             node_fin.append(fin)
-        rows = [d.num_states for d in distinct]
-        cells = [d.trans.size for d in distinct]
         deadline.check()
         status, trans, accepting, start, joint = kernel(
             np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
-            np.cumsum([0] + cells, dtype=np.int64), np.cumsum([0] + rows, dtype=np.int64),
-            np.array([d.trans.shape[1] for d in distinct], dtype=np.int64),
+            np.array([d.trans.shape for d in distinct], dtype=np.int64),
             np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
             np.stack([d.cob for d in distinct]).astype(np.int64, copy=False),
             np.array(copy_dfa, dtype=np.int64), np.array([node_index[b] for _, b, _ in copies], dtype=np.int64),

@@ -82,8 +82,8 @@ def _warm(k: GraphKernels) -> None:
     k.product(np.array([[1], [-1]], i64), np.array([[0], [1]], i64), 1, 0, False, 16, 4096)
     for dtype in (i32, i64):
         k.trim(np.array([[1], [-1]], dtype), np.array([False, True]), 0, False)
-    two = np.array([0, 2], i64)  # one copy of a one-byte automaton, ending the network
-    k.network(np.array([1, -1], i32), two, two, np.array([1], i64), np.array([False, True]), np.zeros((1, 256), i64),
+    # one copy of a one-byte automaton, ending the network
+    k.network(np.array([1, -1], i32), np.array([[2, 1]], i64), np.array([False, True]), np.zeros((1, 256), i64),
               np.array([0], i64), np.array([0], i64), np.array([0, 0], i64), np.zeros(0, i64), np.array([True]),
               np.array([0], i64), False, True, 16, 64, 1 << 20)
 
@@ -263,8 +263,12 @@ def _read_body(trans, cob, call, accepting, start):  # pragma: no cover - compil
 
 @_jit
 def _spread(table, classes, offset, out):  # pragma: no cover - compiled
-    """out[s, b] = table[s, classes[b]] + offset (-1 stays -1): a rule body's rows in the program."""
+    """out[s, b] = table[s, classes[b]] + offset (-1 stays -1): a rule body's rows in the program
+    (each row's classes shifted first, then spread over the bytes without a test per byte)."""
+    row = np.empty(table.shape[1], out.dtype)
     for s in range(table.shape[0]):
+        for c in range(table.shape[1]):
+            t = table[s, c]
+            row[c] = t + offset if t >= 0 else -1
         for b in range(256):
-            t = table[s, classes[b]]
-            out[s, b] = t + offset if t >= 0 else -1
+            out[s, b] = row[classes[b]]

@@ -20,22 +20,29 @@ from kvx.grammar.automata.table_kernels import column_classes, trim_keep
 
 
 @_jit
-def finish_network(dfa_trans, dfa_cell0, dfa_row0, dfa_k, dfa_acc, dfa_cob, copy_dfa, copy_node, entry_ptr,
-                   entry_states, node_fin, start_members, start_final, all_live, max_states, minimise_up_to,
+def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, entry_ptr, entry_states,
+                   node_fin, start_members, start_final, all_live, max_states, minimise_up_to,
                    look_every):  # pragma: no cover - compiled
     """The composed DFA of a network's copies: (status, trans [n, K] int32, accepting, start, byte
     class of each byte). Status 0; 1: the language is empty; -1: over `max_states` states (or 8 times
     that while determinising); -2: the deadline passed.
 
-    Copy i is distinct automaton copy_dfa[i] (rows dfa_row0[d]:dfa_row0[d + 1], its table flat at
-    dfa_trans[dfa_cell0[d]:] with dfa_k[d] classes, classes of bytes dfa_cob[d]); its accepting
-    states continue into target node copy_node[i], whose entry states are entry_states[entry_ptr[u]:
-    entry_ptr[u + 1]] (see subset_kernel.subsets)."""
+    Copy i is distinct automaton d = copy_dfa[i]: dfa_shape[d] = (its states, its classes), its
+    table flat in dfa_trans and its acceptance in dfa_acc after those of the automata before it,
+    the classes of its bytes dfa_cob[d]. Its accepting states continue into target node
+    copy_node[i], whose entry states are entry_states[entry_ptr[u]:entry_ptr[u + 1]]
+    (see subset_kernel.subsets)."""
     reps, joint = column_classes(dfa_cob)
     k = len(reps)
+    dfa_rows, dfa_k = dfa_shape[:, 0], dfa_shape[:, 1]
+    dfa_row0 = np.zeros(len(dfa_rows) + 1, np.int64)
+    dfa_cell0 = np.zeros(len(dfa_rows) + 1, np.int64)
+    for d in range(len(dfa_rows)):
+        dfa_row0[d + 1] = dfa_row0[d] + dfa_rows[d]
+        dfa_cell0[d + 1] = dfa_cell0[d] + dfa_rows[d] * dfa_k[d]
     total = 0
     for i in range(len(copy_dfa)):
-        total += dfa_row0[copy_dfa[i] + 1] - dfa_row0[copy_dfa[i]]
+        total += dfa_rows[copy_dfa[i]]
     trans = np.empty((total, k), np.int32)
     copy_acc = np.zeros(total, np.bool_)
     node_of = np.full(total, -1, np.int64)
@@ -45,7 +52,7 @@ def finish_network(dfa_trans, dfa_cell0, dfa_row0, dfa_k, dfa_acc, dfa_cob, copy
     next_look = look_every
     for i in range(len(copy_dfa)):
         d = copy_dfa[i]
-        n, width, cell0, row0 = dfa_row0[d + 1] - dfa_row0[d], dfa_k[d], dfa_cell0[d], dfa_row0[d]
+        n, width, cell0, row0 = dfa_rows[d], dfa_k[d], dfa_cell0[d], dfa_row0[d]
         work += n * k
         if work >= next_look:  # megalinter's network: millions of cells
             next_look = work + look_every
