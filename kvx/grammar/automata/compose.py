@@ -475,19 +475,11 @@ class Composer:
         compiled = graph_kernels.kernels()
         if compiled is not None:
             return self._finish_compiled(compiled.network, copies, node_closure, entry0, final0, all_live)
-        dfa = self._finish_numpy(copies, offsets, node_closure, entry0, final0, all_live)
-        if dfa is None:
-            return None
-        if dfa.num_states > self.max_states:
-            raise TooLarge(f"more than {self.max_states} DFA states")
-        if dfa.num_states <= MINIMISE_UP_TO:
-            t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
-            dfa = CDFA(t, a, s, dfa.cob)
-        return dfa
+        return self._finish_numpy(copies, offsets, node_closure, entry0, final0, all_live)
 
     def _finish_numpy(self, copies, offsets, node_closure, entry0: tuple, final0: bool, all_live: bool):
-        """The network's copies over one byte partition, their subset construction and trim, by
-        numpy calls (without numba)."""
+        """The network's copies over one byte partition, their subset construction, the trim, the
+        cap and a small result's minimisation, by numpy calls (without numba)."""
         # one byte-class partition refining every copy's classes
         cobs: dict[int, np.ndarray] = {}
         for _, _, d in copies:
@@ -519,11 +511,20 @@ class Composer:
         trans, accepting, start = self._subsets_numpy(trans, copy_acc, target_node, node_closure, frozenset(entry0),
                                                       final0)
         deadline.check()  # after the subsets, before the trim of the whole table
-        return trim(trans, accepting, start, joint, all_live=all_live)
+        # states nothing enters any more (a copy's start, entered now as part of a subset state;
+        # about a quarter of a rule body) go too: each would cost `link` and the token tables a row
+        dfa = trim(trans, accepting, start, joint, all_live=all_live)
+        if dfa is None:
+            return None
+        if dfa.num_states > self.max_states:
+            raise TooLarge(f"more than {self.max_states} DFA states")
+        if dfa.num_states <= MINIMISE_UP_TO:
+            t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
+            dfa = CDFA(t, a, s, dfa.cob)
+        return dfa
 
     def _finish_compiled(self, kernel, copies, node_closure, entry0: tuple, final0: bool, all_live: bool):
-        """_finish_numpy's steps and the cap and minimisation after them, in one compiled call
-        (network_kernel.finish_network): the same table."""
+        """_finish_numpy's steps in one compiled call (network_kernel.finish_network): the same table."""
         index: dict[int, int] = {}  # distinct automata, in the order the copies meet them
         distinct, copy_dfa = [], []
         for _, _, d in copies:
@@ -581,7 +582,7 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
 def _literal_chain(text: list[int]) -> CDFA:
     """The n + 1 state chain spelling the bytes `text`, with the byte classes column_classes
     would give it (the literal's bytes, one class each, and the rest; numbered by first byte).
-    Built from Python lists in two numpy calls: a median schema spells about seventy keys."""
+    Built from Python lists, a few numpy calls: a median schema spells about seventy keys."""
     distinct = set(text)
     rest = next((b for b in range(256) if b not in distinct), None)  # the lowest byte not in it
     rank = {b: i for i, b in enumerate(sorted(distinct if rest is None else distinct | {rest}))}

@@ -29,7 +29,7 @@ from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.network_kernel import finish_network
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
-from kvx.grammar.automata.table_kernels import column_classes, reach, trim_keep
+from kvx.grammar.automata.table_kernels import column_classes, keep_rows, reach, trim_keep
 
 # states up to which minimisation runs compiled, without looking at the compile's deadline
 # (milliseconds at most); bigger automata take the numpy Moore rounds, which look between rounds
@@ -235,20 +235,7 @@ def _read_body(trans, cob, call, accepting, start):  # pragma: no cover - compil
             for c in range(k):
                 if table[s, c] >= 0:
                     keep[table[s, c]] = True
-    remap = np.full(n, -1, np.int64)
-    kept = 0
-    for s in range(n):
-        if keep[s]:
-            remap[s] = kept
-            kept += 1
-    out = np.empty((kept, k), np.int32)
-    final = np.empty(kept, np.bool_)
-    for s in range(n):
-        if keep[s]:
-            final[remap[s]] = accepting[s]
-            for c in range(k):
-                t = table[s, c]
-                out[remap[s], c] = remap[t] if t >= 0 else -1
+    out, final, remap = keep_rows(table, accepting, keep)
     m = 0
     for e in range(len(edges)):
         m += keep[edges[e, 0]] and keep[edges[e, 2]]

@@ -16,7 +16,7 @@ from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.subset_kernel import subsets
-from kvx.grammar.automata.table_kernels import column_classes, trim_keep
+from kvx.grammar.automata.table_kernels import column_classes, keep_rows, trim_keep
 
 
 @_jit
@@ -76,23 +76,12 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
     seen = trim_keep(table, accepting, start, all_live)
     if not seen[start]:
         return 1, table, accepting, np.int64(start), joint
-    remap = np.full(len(seen), -1, np.int64)
     kept = 0
     for s in range(len(seen)):
-        if seen[s]:
-            remap[s] = kept
-            kept += 1
+        kept += seen[s]
     if kept > max_states:
         return -1, table, accepting, np.int64(start), joint
-    out = np.empty((kept, k), np.int32)
-    out_acc = np.empty(kept, np.bool_)
-    for s in range(len(seen)):
-        if seen[s]:
-            r = remap[s]
-            out_acc[r] = accepting[s]
-            for c in range(k):
-                t = table[s, c]
-                out[r, c] = remap[t] if t >= 0 else -1
+    out, out_acc, remap = keep_rows(table, accepting, seen)
     if kept <= minimise_up_to:
         out, out_acc = minimal_rows(out, out_acc, remap[start])
         return 0, out, out_acc, np.int64(0), joint

@@ -1,6 +1,6 @@
 """The compiled loops over one state table that several kernels share: reachability, the states a
-trim keeps, and the byte classes of identical columns (graph_kernels.py lists them for the Python
-callers; network_kernel.py runs them inside its one call)."""
+trim keeps, a table restricted to some of its states, and the byte classes of identical columns
+(graph_kernels.py lists them for the Python callers; network_kernel.py runs them inside its call)."""
 from __future__ import annotations
 
 import numpy as np
@@ -116,3 +116,25 @@ def column_classes(mat):  # pragma: no cover - compiled
             classes += 1
         of[c] = found
     return firsts[:classes].copy(), of
+
+
+@_jit
+def keep_rows(table, accepting, keep):  # pragma: no cover - compiled
+    """The table restricted to the `keep` states, renumbered in order (a move into another state
+    becomes -1): (table int32, acceptance, the new number of each old state or -1)."""
+    n, k = table.shape
+    remap = np.full(n, -1, np.int64)
+    kept = 0
+    for s in range(n):
+        if keep[s]:
+            remap[s] = kept
+            kept += 1
+    out = np.empty((kept, k), np.int32)
+    out_acc = np.empty(kept, np.bool_)
+    for s in range(n):
+        if keep[s]:
+            out_acc[remap[s]] = accepting[s]
+            for c in range(k):
+                t = table[s, c]
+                out[remap[s], c] = remap[t] if t >= 0 else -1
+    return out, out_acc, remap
