@@ -60,10 +60,15 @@ def minimal_rows(trans, accepting, start):  # pragma: no cover - compiled
     work = np.empty(big, np.int64)
     in_work = np.zeros(big, np.bool_)
     top = 0
+    largest = 0
     for b in range(count):
-        work[top] = b
-        in_work[b] = True
-        top += 1
+        if end[b] - first[b] > end[largest] - first[largest]:
+            largest = b
+    for b in range(count):  # all but the largest: a block stable under the others is under it too
+        if b != largest:
+            work[top] = b
+            in_work[b] = True
+            top += 1
     splitter = np.empty(big, np.int64)
     touched = np.empty(big, np.int64)
     while top > 0:
