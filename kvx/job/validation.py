@@ -11,7 +11,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
 from kvx.errors import ConfigError
-from kvx.grammar.schema.refs import child_pointers, dialect_of, own_dialect, with_children
+from kvx.grammar.schema.refs import dialect_of, own_dialect, with_children
 from kvx.job.schema_files import bundle_files
 from kvx.io.json_values import decode_problem, value_problem
 
@@ -61,10 +61,7 @@ def _parts_by_draft(schema: dict) -> list[tuple[str, dict]]:
     parts: list[tuple[str, dict]] = []
 
     def cut(node: dict, pointer: str, dialect: str) -> dict:
-        pointers = iter([ptr for ptr, _ in child_pointers(node, pointer)])  # with_children's order
-
-        def child(sub):
-            ptr = next(pointers)
+        def child(sub, ptr: str):
             if not isinstance(sub, dict):
                 return sub
             own = own_dialect(sub, dialect)
@@ -72,7 +69,7 @@ def _parts_by_draft(schema: dict) -> list[tuple[str, dict]]:
                 return cut(sub, ptr, dialect)
             parts.append((ptr, cut(sub, ptr, own)))
             return {}
-        return with_children(node, child)
+        return with_children(node, pointer, child)
 
     parts.insert(0, ("", cut(schema, "", dialect_of(schema))))
     return parts

@@ -142,7 +142,7 @@ def test_call_edges_and_spread_match_numpy():
     c = compact(compose.fast_compile(body))
     table, call = np.ascontiguousarray(c.trans, dtype=np.int32), int(c.cob[pda.CALL_BYTE])
     want_edges, want_spelling = pda._call_edges(table, c.cob, call)
-    edges, spelled = graph_kernels.kernels().call_edges(table, c.cob.astype(np.int64), call)
+    edges, spelled = graph_kernels._call_edges(table, c.cob.astype(np.int64), call)  # inside the body kernel
     assert edges.tolist() == [list(e) for e in want_edges] and sorted({e[1] for e in want_edges}) == [3, 5, 300]
     assert set(np.flatnonzero(spelled).tolist()) == want_spelling
     out = np.empty((len(table), 256), dtype=np.int32)

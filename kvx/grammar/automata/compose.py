@@ -567,14 +567,14 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
     nodes, which = np.unique(target_node[acc_states], return_inverse=True)
     info = [node_closure(int(u)) for u in nodes]
     # as sorted arrays, each distinct set once: a big network's nodes hold ~1M entries (megalinter)
-    as_array: dict[frozenset, np.ndarray] = {}
+    as_array: dict[tuple, np.ndarray] = {}
     entries = []
     for i, (members, _) in enumerate(info):
         if i % 256 == 255:
             deadline.check()
         got = as_array.get(members)
         if got is None:
-            got = as_array[members] = np.sort(np.fromiter(members, dtype=np.int64, count=len(members)))
+            got = as_array[members] = np.array(members, dtype=np.int64)  # node_closure gives them ascending
         entries.append(got)
     return acc_states, nodes, which, entries, np.array([f for _, f in info], dtype=bool)
 

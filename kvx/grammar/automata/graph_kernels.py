@@ -41,7 +41,6 @@ class GraphKernels(NamedTuple):
     minimise: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
     distances: object  # (trans, reps, final, call_src, call_start, call_ret, inf) -> [n] int32
     subsets: object  # compose's subset construction: subset_kernel.subsets
-    call_edges: object  # (table, cob, call) -> (edges [m, 3], spelling states [n] bool): pda._body
     spread: object  # (table, classes, offset, out [n, 256]) -> None: pda._concatenate
     column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
     product: object  # dfa_ops.product's walk: product_kernel.product_rows
@@ -56,7 +55,7 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(reach, minimal_rows, _distances, subsets, _call_edges, _spread, column_classes,
+        built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
                              product_rows, trim_keep, finish_network, _read_body)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
@@ -74,7 +73,6 @@ def _warm(k: GraphKernels) -> None:
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
               np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16, 1 << 20)
     _warm_deadline_look(k)
-    k.call_edges(np.array([[1], [-1]], i32), np.zeros(256, i64), 0)
     k.body(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.array([False, True]), 0)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):

@@ -76,8 +76,7 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
         if not isinstance(node, dict):
             return node
         dialect = own_dialect(node, inherited)
-        pointers = iter([p for p, _ in child_pointers(node, ptr)])  # with_children's order
-        out = with_children(node, lambda sub: rewrite(sub, dialect, next(pointers)))
+        out = with_children(node, ptr, lambda sub, at: rewrite(sub, dialect, at))
         keyword = DYNAMIC.get(dialect)
         for kw in ("$ref", keyword) if keyword else ("$ref",):
             lands = landed.get((ptr, node.get(kw))) if landed and isinstance(node.get(kw), str) else None

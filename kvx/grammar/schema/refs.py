@@ -6,7 +6,7 @@ the schema it was made from (`display`).
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from urllib.parse import unquote, urldefrag, urljoin
 
 import jsonschema
@@ -130,22 +130,28 @@ def _subschemas(node: dict):
                     yield key, name, sub
 
 
+def _child_pointer(pointer: str, key: str, place) -> str:
+    return f"{pointer}/{escape(key)}" + ("" if place is None else f"/{escape(str(place))}")
+
+
 def child_pointers(node: dict, pointer: str):
     """(pointer, subschema) for every direct subschema of `node`."""
     for key, place, sub in _subschemas(node):
-        yield f"{pointer}/{escape(key)}" + ("" if place is None else f"/{escape(str(place))}"), sub
+        yield _child_pointer(pointer, key, place), sub
 
 
-def with_children(node: dict, change) -> dict:
-    """A shallow copy of `node` whose direct subschemas are `change(subschema)`."""
+def with_children(node: dict, pointer: str, change) -> dict:
+    """A shallow copy of `node` (at `pointer`) whose direct subschemas are `change(subschema, its
+    pointer)`."""
     out = dict(node)
     for key, place, sub in _subschemas(node):
+        changed = change(sub, _child_pointer(pointer, key, place))
         if place is None:
-            out[key] = change(sub)
+            out[key] = changed
             continue
         if out[key] is node[key]:  # copy the list or map before the first change
             out[key] = list(node[key]) if isinstance(node[key], list) else dict(node[key])
-        out[key][place] = change(sub)
+        out[key][place] = changed
     return out
 
 
@@ -163,7 +169,6 @@ class Document:
         self.anchors: dict[str, str] = {}  # absolute URI#anchor -> pointer
         self.synthesised: list[tuple[object, str]] = []  # (schema, pointer it was made from)
         self._at: dict[str, tuple] = {}
-        self._route_cache: tuple | None = None
         self._index(root, "", base, self.dialect)
 
     def _index(self, node, pointer: str, base: str, dialect: str) -> None:
@@ -214,7 +219,7 @@ class Document:
     def dialect_at(self, pointer: str) -> str:
         """The dialect the schema at `pointer` is read in (a synthesised one: the words negate.py
         writes). UnsupportedSchema where the record check reads it in two (`readings`)."""
-        routes = self._routes()
+        routes = self._routes
         if routes is None:  # one draft throughout: the common case, asked per piece and per verdict
             return SYNTHESISED_DIALECT if pointer.startswith("!") else self.dialect
         read = self.readings(pointer)
@@ -236,7 +241,7 @@ class Document:
         inside a draft-4 file, unless the target names its own $schema (`_routes`)."""
         if pointer.startswith("!"):
             return {SYNTHESISED_DIALECT}
-        routes = self._routes()
+        routes = self._routes
         if routes is not None and pointer in routes:
             node = self.at(pointer)  # switched by its own $schema, else the reaching validator's
             return {own_dialect(node, came) for came in routes[pointer]}
@@ -259,7 +264,7 @@ class Document:
         in from drafts on either side of the rule reach a `$ref` with other keywords beside it."""
         if pointer.startswith("!"):
             return False
-        routes = self._routes()
+        routes = self._routes
         if routes is None:
             return self.dialect in LEGACY
         if pointer not in routes:
@@ -273,15 +278,11 @@ class Document:
                                     f"{' and '.join(sorted(routes[pointer]))})", "$ref", where)
         return rules.pop()
 
+    @cached_property
     def _routes(self) -> dict[str, set[str]] | None:
         """For a document that mixes drafts (a subschema's own $schema names another): per pointer the
         check reaches, the drafts of the validators that reach it (from the enclosing schema or a
         reference). None where one draft reads all of it."""
-        if self._route_cache is None:
-            self._route_cache = (self._walk_routes(),)
-        return self._route_cache[0]
-
-    def _walk_routes(self) -> dict[str, set[str]] | None:
         if all(d == self.dialect for d in self.dialects.values()):
             return None
         came: dict[str, set[str]] = {}
