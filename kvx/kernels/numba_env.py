@@ -1,14 +1,24 @@
 """What the numba kernels share: the import with its disk cache, and the thread count.
 
-Compiled kernels are cached under $KVX_CACHE/numba (compiling takes seconds, loading ~1 s). numba's
-thread pool follows torch's thread count, set again only when that changes (the call costs ~10 us
-and the kernels run several times per layer).
+Compiled kernels are cached under $KVX_CACHE/numba/<digest of the kernels' sources> (compiling
+takes seconds, loading ~1 s). numba checks a cached function against its own file only: a kernel
+that calls one from another file (network_kernel -> subset_kernel) kept running the callee's old
+code after a change there alone (a `git pull`, an edit). A folder per version of all the kernel
+sources together rules that out. numba's thread pool follows torch's thread count, set again only
+when that changes (the call costs ~10 us and the kernels run several times per layer).
 """
 from __future__ import annotations
 
+import hashlib
 import os
+from functools import lru_cache
+from pathlib import Path
 
 from kvx.paths import cache_root
+
+PACKAGE = Path(__file__).resolve().parent.parent
+# the files holding compiled functions and what they call (relative to kvx/; folders: every .py in them)
+KERNEL_SOURCES = ("grammar/automata", "grammar/tokens/token_walk.py", "kernels")
 
 _threads_set = 0
 
@@ -17,12 +27,23 @@ def import_numba():
     """The numba module, or None where it is not installed or KVX_NUMBA=0 turns the kernels off."""
     if os.environ.get("KVX_NUMBA", "1") == "0":
         return None
-    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba" / kernel_sources_digest()))
     try:
         import numba
     except ImportError:
         return None
     return numba
+
+
+@lru_cache(maxsize=1)
+def kernel_sources_digest() -> str:
+    """A short digest of every kernel source file's bytes (~1 ms for the ~30 files)."""
+    h = hashlib.sha1()
+    for rel in KERNEL_SOURCES:
+        path = PACKAGE / rel
+        for f in sorted(path.glob("*.py")) if path.is_dir() else [path]:
+            h.update(f.relative_to(PACKAGE).as_posix().encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def sync_threads(numba) -> None:
