@@ -9,6 +9,7 @@ exact; elsewhere a branch each.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -66,6 +67,11 @@ class Applicators:
         # keywords alone): pieces are then their pointer, so a schema reached by many routes is one
         # rule, and its alternatives are worked out once (renovate's 300 properties: 17,406 walks)
         self._walked: dict[str, list[Alternative]] = {}
+        # contexts by their pointers, members' contexts by (context, key, index, patterns): a big
+        # schema asks for the same ones thousands of times (cityjson: 5,490 asks, 0.6 s of walking)
+        self._contexts: dict[tuple, tuple] = {}
+        self._member_contexts: dict[tuple, tuple] = {}
+        self._key_orders: dict[tuple, tuple] = {}
 
     def alternatives(self, pointers: tuple) -> list[Alternative]:
         """The union of conjunctions of pieces that apply to a value under all of `pointers`."""
@@ -167,12 +173,18 @@ class Applicators:
         """Every schema that may apply in place to a value at `pointers` (the schemas, their $ref
         targets, allOf/anyOf/oneOf branches, then/else; breadth first): the value's *context*, which
         fixes the order its object members are written in, whichever branch it takes."""
-        out, todo = [], list(pointers)
+        hit = self._contexts.get((pointers, limit))
+        if hit is not None:
+            return hit
+        out, seen, todo = [], set(), deque(pointers)
         while todo and len(out) < limit:
-            ptr = todo.pop(0)
-            node = self.doc.at(ptr)
-            if not isinstance(node, dict) or ptr in out:
+            ptr = todo.popleft()
+            if ptr in seen:
                 continue
+            node = self.doc.at(ptr)
+            if not isinstance(node, dict):
+                continue
+            seen.add(ptr)
             out.append(ptr)
             if isinstance(node.get("$ref"), str):
                 try:
@@ -181,19 +193,24 @@ class Applicators:
                     pass
             for kw in ("allOf", "anyOf", "oneOf"):
                 if isinstance(node.get(kw), list):
-                    todo += [f"{ptr}/{kw}/{i}" for i in range(len(node[kw]))]
-            todo += [f"{ptr}/{kw}" for kw in ("then", "else") if kw in node]
-        return tuple(out)
+                    todo.extend(f"{ptr}/{kw}/{i}" for i in range(len(node[kw])))
+            todo.extend(f"{ptr}/{kw}" for kw in ("then", "else") if kw in node)
+        hit = self._contexts[(pointers, limit)] = tuple(out)
+        return hit
 
     def key_order(self, context: tuple) -> tuple:
         """Property names in the order the context's schemas list them: `properties`, then the
         names only `required` lists."""
+        hit = self._key_orders.get(context)
+        if hit is not None:
+            return hit
         order: dict[str, None] = {}
         for kw in ("properties", "required"):
             for ptr in context:
                 names = self.doc.at(ptr).get(kw)
                 order.update(dict.fromkeys(names if isinstance(names, (dict, list)) else ()))
-        return tuple(k for k in order if isinstance(k, str))
+        hit = self._key_orders[context] = tuple(k for k in order if isinstance(k, str))
+        return hit
 
     def member_context(self, context: tuple, key: str | None = None, index: int | None = None,
                        patterns: frozenset[str] = frozenset()) -> tuple:
@@ -201,6 +218,9 @@ class Applicators:
         A member: its `properties` entry; a name no schema of the context declares, the
         `patternProperties` entries among `patterns` (those its name matches), else
         `additionalProperties`."""
+        hit = self._member_contexts.get((context, key, index, patterns))
+        if hit is not None:
+            return hit
         out = []
         for ptr in context:
             node = self.doc.at(ptr)
@@ -221,7 +241,8 @@ class Applicators:
                         out.append(f"{ptr}/{'prefixItems' if 'prefixItems' in node else 'items'}/{index}")
                 elif "items" in node:
                     out.append(f"{ptr}/items")
-        return self.applicable(tuple(out))
+        hit = self._member_contexts[(context, key, index, patterns)] = self.applicable(tuple(out))
+        return hit
 
     def _check_shape(self, ptr: str, node: dict) -> None:
         """The applicators this walk reads have the shape the spec requires (the meta-schema check

@@ -42,7 +42,11 @@ class Slots(Protocol):
 def scopes(alt: Alternative) -> list[list[int]]:
     """For each piece, the pieces whose annotations it sees: itself and those reached through it,
     except across a negation (a piece inside a `not` still sees the pieces inside it)."""
-    return [[j for j, q in enumerate(alt) if j == i or p.ptr in q.path[q.seen_from:]] for i, p in enumerate(alt)]
+    through: dict[str, set[int]] = {}  # pointer -> the pieces reached through it (openapi 3.1: 40 a body)
+    for j, q in enumerate(alt):
+        for ptr in q.path[q.seen_from:]:
+            through.setdefault(ptr, set()).add(j)
+    return [sorted({i} | through.get(p.ptr, set())) for i, p in enumerate(alt)]
 
 
 class Body:

@@ -33,6 +33,9 @@ class ObjectBody(Body):
     def __init__(self, slots, alt, context: tuple):
         super().__init__(slots, alt, context)
         self.rank = {k: i for i, k in enumerate(slots.key_order(context))}
+        # each piece's patternProperties (read for every key: openapi's 4,000 keys x 40 pieces)
+        self.patterns = [pats if isinstance(pats := node.get("patternProperties", {}), dict) else {}
+                         for node in self.nodes]
 
     def build(self) -> ra.Node:
         order, required = self._declared()
@@ -130,8 +133,7 @@ class ObjectBody(Body):
         return order, required
 
     def _patterns(self, i: int) -> dict:
-        pats = self.nodes[i].get("patternProperties", {})
-        return pats if isinstance(pats, dict) else {}
+        return self.patterns[i]
 
     def _matches(self, pattern: str, key: str, i: int) -> bool:
         return self.s.scalars.matches(pattern, key, f"{self.alt[i].ptr}/patternProperties")
