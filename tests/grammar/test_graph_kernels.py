@@ -12,6 +12,7 @@ from grammar_fixtures import random_regex
 from kvx.grammar import GrammarOptions
 from kvx.grammar.automata import cdfa, compose, determinize, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.errors import TooLarge
 from kvx.grammar.schema.compiler import compile_program
 from kvx.grammar.tokens import budget
 
@@ -119,6 +120,31 @@ def test_composed_automata_match_numpy_subsets(numpy_only):
         if got is not None:
             assert got.num_states == want.num_states
             assert _canonical(got) == _canonical(want)
+
+
+def _size_or_refused(node, cap: int):
+    try:
+        dfa = compose.fast_compile(node, cap)
+    except TooLarge:
+        return "refused"
+    return None if dfa is None else dfa.num_states
+
+
+def test_the_state_cap_refuses_what_numpy_refuses(numpy_only):
+    """The compiled subset loop stops early once the states reached from the start pass the cap (a
+    lower bound of what the trim keeps): it refuses exactly the automata numpy refuses at that cap."""
+    rng = random.Random(17)
+    blowups = [ra.seq(ra.rep(ra.chars("ab"), 0, None), ra.chars("a"), ra.rep(ra.chars("ab"), n, n), ra.rep(leaf, 0, 2))
+               for n in range(2, 8) for leaf in (ra.chars("a"), ra.chars("c"))]
+    nodes = blowups + [random_regex(rng) for _ in range(200)]
+    refused = kept = 0
+    for node in nodes:
+        for cap in (4, 8, 16, 40, 100, 300):
+            got = _size_or_refused(node, cap)
+            assert got == numpy_only(_size_or_refused, node, cap)
+            refused += got == "refused"
+            kept += isinstance(got, int)
+    assert refused > 100 and kept > 100
 
 
 def test_schema_programs_match_numpy_subsets(numpy_only):

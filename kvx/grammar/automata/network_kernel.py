@@ -70,7 +70,8 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
                 node_of[off + s] = copy_node[i]
         off += n
     status, table, accepting, start = subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin,
-                                              start_members, start_final, 8 * max_states, look_every)
+                                              start_members, start_final, 8 * max_states, look_every,
+                                              max_states if all_live else 0)
     if status < 0:
         return status, table, accepting, np.int64(start), joint
     seen = trim_keep(table, accepting, start, all_live)
