@@ -360,6 +360,22 @@ def test_enum_members_are_judged_against_a_negation_in_its_own_words(schema):
     assert first_disagreement(schema, [0, 1, 2, 3, "a", [], [1], [1, 2]]) is None, schema
 
 
+@pytest.mark.parametrize("wrap", [lambda s: s, lambda s: {"not": s}, lambda s: {"anyOf": [{"type": "string"}, {"not": s}]}],
+                         ids=["plain", "negated", "negated-in-a-branch"])
+def test_a_boolean_exclusive_bound_outside_draft_4_is_one_error_negated_or_not(wrap):
+    """A boolean exclusiveMinimum is draft 4's; in draft 7 it is an invalid schema wherever it sits
+    (the negation said `unsupported keyword 'not'` instead, another message for the same fault)."""
+    bound = {"type": "number", "minimum": 3, "exclusiveMinimum": True}
+    at = {"not": "/not", "anyOf": "/anyOf/1/not"}
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", **wrap(bound)}
+    where = next((v for k, v in at.items() if k in schema), "/")
+    with pytest.raises(UnsupportedSchema, match=rf"^invalid schema: 'exclusiveMinimum' must be a number in draft7 "
+                                                rf"\(a boolean is draft 4's\) at {where}$"):
+        compile_program(schema)
+    schema["$schema"] = D4
+    assert first_disagreement(schema, [2, 3, 3.5, 4, "s"]) is None
+
+
 def test_a_schema_the_check_cannot_read_is_refused_with_the_place_its_draft_refuses():
     """Draft 4 has no boolean schemas: jsonschema's draft-4 `items` fell over (`'bool' object is not
     iterable`, a traceback) while kvx judged the enum members against the branches. The compile now

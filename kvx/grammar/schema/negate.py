@@ -15,7 +15,7 @@ from __future__ import annotations
 from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.keywords import INTERNAL, META, ROUTE_REF, TYPES
 from kvx.grammar.schema.refs import DanglingRef, Document, escape, foreign_keywords
-from kvx.grammar.schema.scalars import count_keyword
+from kvx.grammar.schema.scalars import count_keyword, draft4_flag, strict_bound
 
 MAX_NESTING = 24  # negations inside negations (through $ref): deeper is refused
 
@@ -72,10 +72,8 @@ class Negator:
         foreign = foreign_keywords(dialect) if self.as_the_check_reads else frozenset()
         branches: list = []
         for kw, value in node.items():
-            if kw.startswith("exclusiveM") and isinstance(value, bool):  # draft 4's: negated with minimum/maximum
-                if dialect != "draft4":
-                    self._refuse(ptr, kw, f"a boolean is draft 4's; {dialect} takes a number")
-                continue
+            if isinstance(value, bool) and draft4_flag(kw, value, dialect, self.doc.where(ptr)):
+                continue  # negated with minimum/maximum
             if kw in META or kw in ("then", "else") or kw in foreign:  # then/else: negated with `if`
                 continue
             branches += self._keyword(ptr, node, kw, value, depth)
@@ -205,7 +203,7 @@ class Negator:
 
     @staticmethod
     def _bound(node: dict, kw: str, value) -> dict:
-        strict = kw.startswith("exclusive") or node.get("exclusive" + kw[:1].upper() + kw[1:]) is True
+        strict = strict_bound(node, kw)
         lower = kw.endswith("inimum")
         flipped = ("maximum" if strict else "exclusiveMaximum") if lower else ("minimum" if strict else "exclusiveMinimum")
         return {"type": "number", flipped: value}

@@ -90,6 +90,24 @@ def count_keyword(node: dict, kw: str, where: str, default):
     return v
 
 
+def draft4_flag(kw: str, value: bool, dialect: str, where: str) -> bool:
+    """Whether boolean `value` of `kw` is draft 4's exclusiveMinimum/Maximum flag (read with
+    minimum/maximum). A boolean there in a later draft is an invalid schema: the check would read
+    true as the number 1, which no draft means."""
+    if not kw.startswith("exclusiveM"):
+        return False
+    if dialect != "draft4":
+        raise UnsupportedSchema(f"invalid schema: '{kw}' must be a number in {dialect} (a boolean is draft 4's) "
+                                f"at {where}", kw, where)
+    return True
+
+
+def strict_bound(node: dict, kw: str) -> bool:
+    """Whether bound `kw` (minimum, exclusiveMaximum, ...) leaves its own value out: an exclusive
+    keyword, or draft 4's minimum/maximum beside its `exclusive...: true` flag."""
+    return kw.startswith("exclusive") or node.get("exclusive" + kw[:1].upper() + kw[1:]) is True
+
+
 def number_spellings(v) -> ra.Node:
     """Every plain spelling of the number v (trailing fraction zeros; -0 for 0)."""
     d = Decimal(v) if isinstance(v, int) else Decimal(repr(v))
@@ -292,19 +310,14 @@ class Scalars:
             return None
         v = node[kw]
         if isinstance(v, bool):
-            dialect = self.doc.dialect_at(ptr)
-            if dialect == "draft4" or not kw.startswith("exclusive"):
-                return None  # draft 4's: read with minimum/maximum
-            where = self.where(ptr)  # the check would read true as the number 1: no draft means that
-            raise UnsupportedSchema(f"invalid schema: '{kw}' must be a number in {dialect} (a boolean is draft 4's) "
-                                    f"at {where}", kw, where)
+            draft4_flag(kw, v, self.doc.dialect_at(ptr), self.where(ptr))  # read with minimum/maximum
+            return None
         if not isinstance(v, (int, float)):
             raise UnsupportedSchema(f"invalid schema: '{kw}' must be a number at {self.where(ptr)}", kw, self.where(ptr))
         if isinstance(v, float) and not math.isfinite(v):
             return None
         d = Decimal(v) if isinstance(v, int) else Decimal(repr(v))
-        strict = kw.startswith("exclusive") or node.get("exclusive" + kw[:1].upper() + kw[1:]) is True
-        return d, strict
+        return d, strict_bound(node, kw)
 
     def _multiple(self, m, ptr: str, integer: bool):
         """(DFA of the multiples of m, m is fractional)."""
