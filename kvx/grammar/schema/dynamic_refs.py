@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
-from urllib.parse import unquote, urldefrag
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.schema.dynamic_scope import ROUTE_DEPENDENT, DynamicScopes
@@ -57,20 +56,16 @@ def with_static_refs(schema: Any, dialect: str) -> Any:
     shared = any(count > 1 for count in names.values())
     if not any_ref and not shared:
         return schema
-    # (pointer, reference) -> where it lands; None: not worked out (a $dynamicRef is then static
-    # only where its anchor is carried once at most)
+    # (pointer, reference) -> where it lands, for every reference naming a $dynamicAnchor carried
+    # twice or more; none where every anchor is carried once at most
     doc = Document(schema, dialect) if shared else None
     landed = DynamicScopes(doc).landings() if doc is not None else {}
 
     def static(ref: Any, keyword: str) -> bool:
         if not isinstance(ref, str):
             return False
-        if keyword == "$recursiveRef":
-            return recursive <= 1
-        if landed is not None:
-            return True  # one that names a dynamic anchor is in `landed`
-        fragment = urldefrag(ref)[1]
-        return fragment == "" or fragment.startswith("/") or names[unquote(fragment)] <= 1
+        # a $dynamicRef naming a shared anchor is in `landed`; any other resolves as a $ref does
+        return recursive <= 1 if keyword == "$recursiveRef" else True
 
     def rewrite(node: Any, inherited: str, ptr: str) -> Any:
         if not isinstance(node, dict):
