@@ -122,6 +122,27 @@ def test_composed_automata_match_numpy_subsets(numpy_only):
             assert _canonical(got) == _canonical(want)
 
 
+def test_members_read_by_their_moves_match_numpy_subsets(numpy_only):
+    """The subset loop reads each member by its live cells and reuses the last union where a class
+    leads the members to the same targets (letters a literal splits apart, read alike by every
+    open string): many classes, open and bounded strings beside literals sharing prefixes."""
+    rng = random.Random(23)
+    letters = "abcdefghij"
+    for _ in range(150):
+        strings = [ra.rep(ra.chars("".join(rng.sample(letters, rng.randint(3, 10)))), rng.randint(0, 2),
+                          rng.choice([None, 3, 6])) for _ in range(rng.randint(1, 3))]
+        words = [ra.lit("".join(rng.choice(letters) for _ in range(rng.randint(1, 4)))) for _ in range(rng.randint(1, 4))]
+        body = ra.alt(*strings, *words)
+        node = ra.seq(ra.rep(ra.seq(body, ra.lit(",")), 0, None), body) if rng.random() < 0.5 else \
+            ra.seq(body, ra.lit(":"), ra.alt(*strings[:1], *words[1:]))
+        want = numpy_only(compose.fast_compile, node)
+        got = compose.fast_compile(node)
+        assert (got is None) == (want is None)
+        if got is not None:
+            assert got.num_states == want.num_states
+            assert _canonical(got) == _canonical(want)
+
+
 def _size_or_refused(node, cap: int):
     try:
         dfa = compose.fast_compile(node, cap)
