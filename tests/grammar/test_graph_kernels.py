@@ -105,6 +105,16 @@ def _canonical(dfa):
     return trans.tolist(), acc.tolist()
 
 
+def _assert_composed_alike(node, numpy_only):
+    """Compiled and numpy composition: both empty, or the same size and language."""
+    want = numpy_only(compose.fast_compile, node)
+    got = compose.fast_compile(node)
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got.num_states == want.num_states
+        assert _canonical(got) == _canonical(want)
+
+
 def test_composed_automata_match_numpy_subsets(numpy_only):
     rng = random.Random(11)
     keys = [ra.lit(k) for k in ('"a"', '"ab"', '"abc"', '"b"')]
@@ -114,12 +124,7 @@ def test_composed_automata_match_numpy_subsets(numpy_only):
                           ra.lit("}"))
         else:
             node = random_regex(rng)
-        want = numpy_only(compose.fast_compile, node)
-        got = compose.fast_compile(node)
-        assert (got is None) == (want is None)
-        if got is not None:
-            assert got.num_states == want.num_states
-            assert _canonical(got) == _canonical(want)
+        _assert_composed_alike(node, numpy_only)
 
 
 def test_members_read_by_their_moves_match_numpy_subsets(numpy_only):
@@ -135,12 +140,7 @@ def test_members_read_by_their_moves_match_numpy_subsets(numpy_only):
         body = ra.alt(*strings, *words)
         node = ra.seq(ra.rep(ra.seq(body, ra.lit(",")), 0, None), body) if rng.random() < 0.5 else \
             ra.seq(body, ra.lit(":"), ra.alt(*strings[:1], *words[1:]))
-        want = numpy_only(compose.fast_compile, node)
-        got = compose.fast_compile(node)
-        assert (got is None) == (want is None)
-        if got is not None:
-            assert got.num_states == want.num_states
-            assert _canonical(got) == _canonical(want)
+        _assert_composed_alike(node, numpy_only)
 
 
 def _size_or_refused(node, cap: int):
