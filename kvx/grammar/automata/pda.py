@@ -239,17 +239,21 @@ def _merge_equal_rules(bodies: list) -> list:
                 contents[id(bodies[r])] = _content(bodies[r])
             cls[r] = tables.setdefault(key if len(rules) == 1 else (key, *contents[id(bodies[r])]), len(tables))
     count = len(tables)
+    # every body's call edges in one table (rule, state, callee, return), sorted once a round
+    parts = [np.column_stack([np.full(len(b.edges), r, dtype=np.int64), b.edges.astype(np.int64, copy=False)])
+             for r, b in enumerate(bodies) if b is not None and len(b.edges)]
+    calls_of = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+    bounds = np.searchsorted(calls_of[:, 0], np.arange(len(bodies) + 1)).tolist()  # rules come in order
     while True:
         deadline.check()
         refined: dict[tuple, int] = {}
         new = np.empty_like(cls)
-        for r, b in enumerate(bodies):
-            calls = b""
-            if b is not None and len(b.edges):
-                callee = cls[b.edges[:, 1]]
-                order = np.lexsort((b.edges[:, 2], callee, b.edges[:, 0]))
-                calls = np.stack([b.edges[order, 0], callee[order], b.edges[order, 2]]).tobytes()
-            new[r] = refined.setdefault((int(cls[r]), calls), len(refined))
+        callee = cls[calls_of[:, 2]]
+        order = np.lexsort((calls_of[:, 3], callee, calls_of[:, 1], calls_of[:, 0]))
+        # per rule, its (state, callee's class, return) triples as rows of three blocks, as bytes
+        table = np.stack([calls_of[order, 1], callee[order], calls_of[order, 3]])
+        for r, c in enumerate(cls.tolist()):
+            new[r] = refined.setdefault((c, table[:, bounds[r]:bounds[r + 1]].tobytes()), len(refined))
         cls = new
         if len(refined) == count:
             break
