@@ -83,11 +83,11 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
     returns (status, trans, accepting, start); status -1: `cap` states or more, or (`reach_cap` > 0)
     more than `reach_cap` states reachable from the start already, -2: the deadline.
 
-    `reach_cap` is for a caller that keeps every reachable state (its copies all live): each time the
-    states made pass reach_cap, 2 reach_cap, 4 reach_cap..., the states reached from the start
-    through the rows worked out so far are counted, a lower bound of what the trim keeps. A pattern
-    that blows up (`{1,256}` of a class in a searched pattern) is then refused at its cap instead of
-    at 8 times it (2.1 s -> see compose.py).
+    `reach_cap` is for a caller that keeps every reachable state (its copies all live): once the new
+    subset states pass reach_cap / 2, and each time they grow by a quarter more, the states reached
+    from the start through the rows worked out so far are counted, a lower bound of what the trim
+    keeps. A pattern that blows up (`{1,256}` of a class in a searched pattern) is then refused near
+    its cap instead of at 8 times it (as-code's URL pattern: 2.1 -> 0.8 s).
 
     A closure state (accepting in its copy, continuing into the copies that leave its target node)
     stands for its closure, so its row becomes that subset's; the part of the row its node's entry
