@@ -251,9 +251,9 @@ def _merge_equal_rules(bodies: list) -> list:
         callee = cls[calls_of[:, 2]]
         order = np.lexsort((calls_of[:, 3], callee, calls_of[:, 1], calls_of[:, 0]))
         # per rule, its (state, callee's class, return) triples as rows of three blocks, as bytes
-        table = np.stack([calls_of[order, 1], callee[order], calls_of[order, 3]])
+        triples = np.stack([calls_of[order, 1], callee[order], calls_of[order, 3]])
         for r, c in enumerate(cls.tolist()):
-            new[r] = refined.setdefault((c, table[:, bounds[r]:bounds[r + 1]].tobytes()), len(refined))
+            new[r] = refined.setdefault((c, triples[:, bounds[r]:bounds[r + 1]].tobytes()), len(refined))
         cls = new
         if len(refined) == count:
             break

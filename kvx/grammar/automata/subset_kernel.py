@@ -19,6 +19,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
+from kvx.grammar.automata.table_kernels import live_cells
 
 
 @_jit
@@ -103,20 +104,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
             is_closure[q] = entry_ptr[u + 1] > entry_ptr[u]
     # each copy state's moves (class, target), row by row: most rows move on a class or two of
     # the network's dozens (a key's letters), so members are read by their moves, not by classes
-    cell_ptr = np.zeros(total + 1, np.int64)
-    for q in range(total):
-        moves = 0
-        for c in range(k):
-            moves += trans[q, c] >= 0
-        cell_ptr[q + 1] = cell_ptr[q] + moves
-    cell_class = np.empty(cell_ptr[total], np.int64)
-    cell_target = np.empty(cell_ptr[total], np.int64)
-    for q in range(total):
-        e = cell_ptr[q]
-        for c in range(k):
-            if trans[q, c] >= 0:
-                cell_class[e], cell_target[e] = c, trans[q, c]
-                e += 1
+    cell_ptr, cell_class, cell_target = live_cells(trans)
     # per node and class: how many entry copies move (0, 1, 2 = several) and where, if one does
     node_live = np.zeros((num_nodes, k), np.int8)
     node_row = np.full((num_nodes, k), -1, np.int32)

@@ -1,11 +1,33 @@
-"""The compiled loops over one state table that several kernels share: reachability, the states a
-trim keeps, a table restricted to some of its states, and the byte classes of identical columns
+"""The compiled loops over one state table that several kernels share: its live cells, reachability,
+the states a trim keeps, a table restricted to some of its states, and the byte classes of identical columns
 (graph_kernels.py lists them for the Python callers; network_kernel.py runs them inside its call)."""
 from __future__ import annotations
 
 import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
+
+
+@_jit
+def live_cells(trans):  # pragma: no cover - compiled
+    """The table's moves row by row (a CSR): row q's are cells cell_ptr[q]:cell_ptr[q + 1], each a
+    (class, target) in class order."""
+    n, k = trans.shape
+    cell_ptr = np.zeros(n + 1, np.int64)
+    for q in range(n):
+        moves = 0
+        for c in range(k):
+            moves += trans[q, c] >= 0
+        cell_ptr[q + 1] = cell_ptr[q] + moves
+    cell_class = np.empty(cell_ptr[n], np.int64)
+    cell_target = np.empty(cell_ptr[n], np.int64)
+    for q in range(n):
+        e = cell_ptr[q]
+        for c in range(k):
+            if trans[q, c] >= 0:
+                cell_class[e], cell_target[e] = c, trans[q, c]
+                e += 1
+    return cell_ptr, cell_class, cell_target
 
 
 @_jit
@@ -49,18 +71,11 @@ def trim_keep(trans, accepting, start, all_live):  # pragma: no cover - compiled
     if all_live:
         live = np.ones(n, np.bool_)
     else:  # backwards from the accepting states
-        cells = 0
+        cell_ptr, _, cell_target = live_cells(trans)
+        source = np.empty(len(cell_target), np.int64)
         for s in range(n):
-            for c in range(k):
-                cells += trans[s, c] >= 0
-        back_src, back_dst = np.empty(cells, np.int64), np.empty(cells, np.int64)
-        cells = 0
-        for s in range(n):
-            for c in range(k):
-                if trans[s, c] >= 0:
-                    back_src[cells], back_dst[cells] = trans[s, c], s
-                    cells += 1
-        live = reach(n, back_src, back_dst, np.flatnonzero(accepting))
+            source[cell_ptr[s]:cell_ptr[s + 1]] = s
+        live = reach(n, cell_target, source, np.flatnonzero(accepting))
     seen = np.zeros(n, np.bool_)
     if not live[start]:
         return seen

@@ -22,6 +22,7 @@ from kvx.grammar.schema.refs import DanglingRef, Document, escape, foreign_keywo
 
 MAX_ALTERNATIVES = 256
 MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternatives
+MAX_CONTEXT = 64  # schemas in a value's context (applicable)
 
 
 @dataclass(frozen=True)
@@ -169,15 +170,15 @@ class Applicators:
             if len(keys) > 1 and names:
                 yield self._absent_or(ptr, (kw, tuple(keys)), keys, {"required": list(names)}, inner, active, seen_from)
 
-    def applicable(self, pointers: tuple, limit: int = 64) -> tuple:
+    def applicable(self, pointers: tuple) -> tuple:
         """Every schema that may apply in place to a value at `pointers` (the schemas, their $ref
         targets, allOf/anyOf/oneOf branches, then/else; breadth first): the value's *context*, which
         fixes the order its object members are written in, whichever branch it takes."""
-        hit = self._contexts.get((pointers, limit))
+        hit = self._contexts.get(pointers)
         if hit is not None:
             return hit
         out, seen, todo = [], set(), deque(pointers)
-        while todo and len(out) < limit:
+        while todo and len(out) < MAX_CONTEXT:
             ptr = todo.popleft()
             if ptr in seen:
                 continue
@@ -195,7 +196,7 @@ class Applicators:
                 if isinstance(node.get(kw), list):
                     todo.extend(f"{ptr}/{kw}/{i}" for i in range(len(node[kw])))
             todo.extend(f"{ptr}/{kw}" for kw in ("then", "else") if kw in node)
-        hit = self._contexts[(pointers, limit)] = tuple(out)
+        hit = self._contexts[pointers] = tuple(out)
         return hit
 
     def key_order(self, context: tuple) -> tuple:
