@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 from kvx.kernels import numba_env
 
@@ -54,3 +55,36 @@ def test_the_cache_folder_is_named_by_the_digest(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     folder, digest = out.stdout.split()
     assert folder == str(tmp_path / "numba" / digest)
+
+
+def test_other_versions_folders_are_pruned_past_the_few_used_last(tmp_path):
+    """Every kernel-source version leaves a folder of a few MB: the cache keeps the current one, the
+    KEEP_OTHER_FOLDERS used last, and any used within IN_USE_FOR_S (another install's running job)."""
+    root = tmp_path / "numba"
+    now = time.time()
+    ages_h = {"r1": 0.1, "r2": 0.2, "r3": 0.3, "busy": 0.9, "v1": 2, "v2": 40}  # hours since last use
+    for name, hours in ages_h.items():
+        (root / name / "sub").mkdir(parents=True)
+        (root / name / "sub" / "k.nbi").write_bytes(b"x")
+        os.utime(root / name, (now - hours * 3600, now - hours * 3600))
+    (root / "notes.txt").write_text("not a folder")
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"KVX_CACHE": str(tmp_path)}
+    code = "from kvx.kernels import numba_env as e; e.import_numba(); print(e.kernel_sources_digest())"
+    digest = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            check=True).stdout.strip()
+    kept = sorted(p.name for p in root.iterdir())
+    # the three used last stay, and busy, fourth but used within the hour; v1 and v2 are gone
+    assert kept == sorted([digest, "r1", "r2", "r3", "busy", "notes.txt"])
+    assert (root / "r3" / "sub" / "k.nbi").exists()
+    assert time.time() - (root / digest).stat().st_mtime < 600  # the current one is marked used
+
+
+def test_a_folder_the_user_names_is_left_as_it_is(tmp_path):
+    (tmp_path / "numba" / "old").mkdir(parents=True)
+    os.utime(tmp_path / "numba" / "old", (1, 1))
+    for i in range(5):
+        (tmp_path / "numba" / f"other{i}").mkdir()
+    env = os.environ | {"KVX_CACHE": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path / "mine")}
+    subprocess.run([sys.executable, "-c", "from kvx.kernels import numba_env as e; e.import_numba()"], env=env,
+                   check=True)
+    assert (tmp_path / "numba" / "old").exists()
