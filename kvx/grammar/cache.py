@@ -1,15 +1,17 @@
 """The grammar disk cache: a compiled program and its byte distances per schema and tokenizer.
 
-$KVX_CACHE/grammar/<schema + options + compiler source hash>-<tokenizer hash>.npz. Entries are
-kvx/npz_cache.py files (atomic writes; an unreadable or foreign one is deleted and rebuilt).
+$KVX_CACHE/grammar/<schema + options + compiler source hash + the check's reading>-<tokenizer hash>.npz.
+Entries are kvx/npz_cache.py files (atomic writes; an unreadable or foreign one is deleted and rebuilt).
 """
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 from functools import lru_cache
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 
 from kvx.grammar.automata.pda import Program
@@ -35,8 +37,20 @@ def _compiler_hash() -> str:
     return h.hexdigest()[:16]
 
 
+@lru_cache(maxsize=1)
+def _check_reading() -> dict:
+    """What the program also follows of the record check: jsonschema's version and the formats each
+    draft's checker asserts (those whose packages are installed: a negated format the check leaves
+    unread admits no string, schema/scalars.py), so installing rfc3339-validator rebuilds it."""
+    drafts = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator,
+              jsonschema.Draft201909Validator, jsonschema.Draft202012Validator)
+    return {"jsonschema": importlib.metadata.version("jsonschema"),
+            "formats": {cls.__name__: sorted(cls.FORMAT_CHECKER.checkers) for cls in drafts}}
+
+
 def cache_path(schema, options: dict, vocab: TokenVocab) -> Path:
-    key = json.dumps({"schema": schema, "options": options, "compiler": _compiler_hash()}, sort_keys=True)
+    key = json.dumps({"schema": schema, "options": options, "compiler": _compiler_hash(), "check": _check_reading()},
+                     sort_keys=True)
     schema_hash = hashlib.sha256(key.encode()).hexdigest()[:24]
     return cache_dir() / f"{schema_hash}-{vocab.hash[:16]}.npz"
 

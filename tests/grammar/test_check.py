@@ -110,3 +110,29 @@ def test_a_compile_near_its_deadline_is_said(capsys, tmp_path, monkeypatch):
     out = capsys.readouterr().out
     assert ("warning: the compile took 0.4 s of CPU, near its 0.55 s deadline: a busier or slower machine "
             "may refuse it (--compile-deadline gives it longer)") in out
+
+
+def test_the_cached_grammar_follows_the_formats_the_check_asserts(monkeypatch):
+    """A negated format the record check leaves unread admits no string (schema/scalars.py), so a
+    program depends on which format packages are installed: installing one must not serve the
+    grammar compiled without it."""
+    import jsonschema
+
+    from kvx.grammar import cache
+    from kvx.grammar.options import GrammarOptions
+    from kvx.grammar.tokens.vocab import vocab_for
+
+    schema, vocab = {"not": {"format": "date-time"}}, vocab_for(smol_tokenizer())
+    key = GrammarOptions().program_key()
+    cache._check_reading.cache_clear()
+    before = cache.cache_path(schema, key, vocab)
+    checkers = dict(jsonschema.Draft202012Validator.FORMAT_CHECKER.checkers)
+    checkers["date-time"] = (lambda instance: True, ())  # as rfc3339-validator's install adds it
+    monkeypatch.setattr(jsonschema.Draft202012Validator.FORMAT_CHECKER, "checkers", checkers)
+    cache._check_reading.cache_clear()
+    try:
+        assert cache.cache_path(schema, key, vocab) != before
+    finally:
+        monkeypatch.undo()
+        cache._check_reading.cache_clear()
+    assert cache.cache_path(schema, key, vocab) == before

@@ -332,6 +332,62 @@ def test_a_negated_keyword_of_another_draft_is_read_as_the_check_reads_it(schema
     assert first_disagreement(schema, values) is None, schema
 
 
+D7, D2020 = "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"
+FORMAT_VALUES = ["2020-01-01", "2020-02-30", "12:30:00Z", "2020-01-01T00:00:00Z", "a@b.co", "a@@b", "@", "x", "",
+                 "1.2.3.4", "01.2.3.4", "::1", "12345678-1234-1234-1234-123456789abc", "http://a.b/c", "host.example"]
+
+
+def _format_check(schema):
+    """The record check: the root's draft, with that draft's format checker (kvx.job.validation)."""
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+@pytest.mark.parametrize("draft", [D4, D7, D2020])
+@pytest.mark.parametrize("fmt", ["date", "time", "date-time", "email", "uuid", "ipv4", "ipv6", "uri", "hostname"])
+def test_a_negated_format_leaves_what_the_check_leaves(draft, fmt):
+    """The check asserts the formats its draft's checker has with the packages installed (draft 7 leaves
+    uuid unread, draft 4 date; date-time and uri need packages), and reads email as any text with an
+    "@": `not: {format: ...}` must leave what that check leaves. Negating kvx's own automata let "x"
+    through `not: {format: uri}` and "a@@b" through `not: {format: email}`, both refused by the check."""
+    schema = {"$schema": draft, "type": "string", "not": {"format": fmt}}
+    check = _format_check(schema)
+    try:
+        program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    except UnsupportedSchema as err:  # right only where the check refuses every value
+        assert "admits no JSON value" in str(err)
+        assert not any(check.is_valid(v) for v in FORMAT_VALUES + [1, None])
+        return
+    for value in FORMAT_VALUES:
+        assert program.accepts(json.dumps(value).encode()) == check.is_valid(value), value
+
+
+@pytest.mark.parametrize("root, inner, values", [
+    # a draft-4 document: its check does not assert date, even where a subschema names draft 7
+    (D4, D7, ["x", "2020-01-01"]),
+    (D7, D4, ["x", "2020-01-01"]),
+    (D4, D2020, ["a@@b", "ab", "1.2.3.4", "x"])])
+def test_formats_are_read_by_the_root_drafts_checker_in_every_subschema(root, inner, values):
+    """jsonschema keeps the root validator's format checker in a subschema that names another
+    $schema: there the grammar read `not: {format: date}` by the subschema's draft and wrote "x"
+    under a draft-4 root, whose check leaves date unread and so refuses every string there. Enum
+    members are judged by the same checker."""
+    fmt = "date" if D2020 not in (root, inner) else "email"
+    for piece in ({"not": {"format": fmt}}, {"not": {"enum": values[:2], "format": fmt}},
+                  {"anyOf": [{"not": {"format": fmt}}, {"enum": values, "format": "ipv4"}]}):
+        schema = {"$schema": root, "type": "object", "properties": {"a": {"$schema": inner, "type": "string", **piece}}}
+        check = _format_check(schema)
+        try:
+            program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+        except UnsupportedSchema as err:
+            assert "admits no JSON value" in str(err)
+            assert not check.is_valid({"a": "x"}) and not check.is_valid({})
+            continue
+        for value in [{"a": v} for v in values] + [{}]:
+            text = json.dumps(value, separators=(",", ":")).encode()
+            assert program.accepts(text) == check.is_valid(value), (piece, value)
+
+
 def test_a_keyword_of_another_draft_is_enforced_as_written_and_said():
     """Outside a negation such a keyword is enforced as its author meant it (a draft-04 schema's
     `if`/`const` discriminator): that only narrows what is written, every text stays valid for the

@@ -10,6 +10,8 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Literal
 
+import jsonschema
+
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
@@ -126,6 +128,9 @@ class Scalars:
         self.max_states = max_states
         self._readers: dict[str, object] = {}  # dialect -> jsonschema validator reading internal keywords
         self._validators: dict[tuple, tuple] = {}  # (id(node), reading) -> (node, its validator)
+        # the record check's format checker: the root's draft's (jsonschema keeps it in a subschema
+        # naming another $schema), asserting the formats whose packages are installed
+        self.format_checker: jsonschema.FormatChecker = validator_of(self.doc.dialect).FORMAT_CHECKER
 
     def where(self, ptr: str) -> str:
         return self.notes.where(ptr)
@@ -167,7 +172,7 @@ class Scalars:
         dialect = self.doc.dialect_at(ptr)
         if dialect not in self._readers:
             cls = validator_of(dialect)
-            self._readers[dialect] = reading_internal(cls)(self.doc.root, format_checker=cls.FORMAT_CHECKER)
+            self._readers[dialect] = reading_internal(cls)(self.doc.root, format_checker=self.format_checker)
         return self._readers[dialect]
 
     def _checks(self, value, node, reading: Literal["whole", "own", "built"], ptr: str, schema) -> bool:
@@ -254,8 +259,12 @@ class Scalars:
         if keyword == "kvx:notPattern":
             return not isinstance(value, str) or not any(self.matches(p, value) for p in spec)
         if keyword == "kvx:notFormat":
-            d = self._format(spec, "") if isinstance(value, str) else None
-            return d in (None, False) or not d.accepts(_written(value))
+            if not isinstance(value, str):
+                return True
+            kind, arg = self.negated_format(spec)
+            if kind == "pattern":
+                return not self.matches(arg, value)
+            return kind == "unknown" or kind == "format" and not self._format(arg, "").accepts(_written(value))
         raise ValueError(f"not an internal keyword: {keyword}")
 
     # ---- numbers ----------------------------------------------------------------------------
@@ -379,8 +388,13 @@ class Scalars:
             for p in node.get("kvx:notPattern", []):
                 self._pattern(p, ptr)
                 not_patterns.append(p)
-            if "kvx:notFormat" in node and self._format(node["kvx:notFormat"], ptr) is not False:
-                not_formats.append(node["kvx:notFormat"])
+            if "kvx:notFormat" in node:
+                kind, arg = self.negated_format(node["kvx:notFormat"])
+                if kind == "nothing":
+                    return None
+                if kind == "unknown":
+                    self.notes.post_check("format", ptr, "under a negation: a format the grammar does not know")
+                (not_patterns if kind == "pattern" else not_formats if kind == "format" else []).append(arg)
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
         if hi is not None and hi < lo:
             return None
@@ -454,6 +468,19 @@ class Scalars:
             self.notes.post_check("pattern", ptr, f"past the state cap: its repeats over {RELAX_OVER} written "
                                   "unbounded")
         return dfa
+
+    def negated_format(self, fmt) -> tuple[Literal["nothing", "format", "pattern", "unknown"], str]:
+        """What `not: {format: fmt}` leaves of the strings, as the record check reads it:
+        ("nothing", ""): the check does not assert fmt (draft 7's uuid, a date-time without its
+        package), so every string has it; ("pattern", "@"): email, whose check is any text with an
+        "@" (kvx's own automaton, a strict address, would leave "a@@b"); ("format", fmt): the strings
+        outside kvx's automaton, read alike by the check; ("unknown", ""): kvx has no automaton for a
+        format the check asserts (any string, left to the check)."""
+        if not isinstance(fmt, str) or fmt not in self.format_checker.checkers:
+            return "nothing", ""
+        if fmt == "email":
+            return "pattern", "@"
+        return ("unknown", "") if self._format(fmt, "") is False else ("format", fmt)
 
     def _format(self, fmt, ptr: str):
         from kvx.grammar.schema.formats import format_dfa
