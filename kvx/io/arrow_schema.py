@@ -43,7 +43,12 @@ def _as_int(v: Any) -> Any:
 
 
 def _as_float(v: Any) -> Any:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except OverflowError:  # an integer past float64 (10**400): null, as an integer past int64 is
+        return None
 
 
 def _as_bool(v: Any) -> Any:

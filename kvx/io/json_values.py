@@ -2,12 +2,14 @@
 
 A JSON text may spell a lone UTF-16 surrogate (`"\\ud800"`): json.loads accepts it, but no tokenizer
 can encode it and no UTF-8 writer can store it. Deep nesting passes json.loads below the recursion
-limit and then breaks whatever recurses next. Both are found here, iteratively, so the record
-becomes an error row instead of a crash later on.
+limit and then breaks whatever recurses next. A model's number may overflow a float (a looping
+`99999...9.5`, or `1e999`: json.loads gives inf, which no JSON writer can store). All are found
+here, iteratively, so the record becomes an error row instead of a crash or a bad line later on.
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -27,11 +29,15 @@ def escape_surrogates(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def value_problem(value: Any, max_depth: int = MAX_DEPTH) -> str | None:
-    """Why a parsed JSON value cannot be used (one line), or None. Walks without recursion."""
+def value_problem(value: Any, max_depth: int = MAX_DEPTH, finite: bool = False) -> str | None:
+    """Why a parsed JSON value cannot be used (one line), or None. Walks without recursion.
+    `finite`: a number json.loads made infinite is a problem too (a record kvx writes; an input's
+    fields are only read, NaN and all)."""
     stack: list[tuple[Any, str, int]] = [(value, "", 0)]
     while stack:
         node, pointer, depth = stack.pop()
+        if finite and isinstance(node, float) and not math.isfinite(node):
+            return f"the number at {_short(pointer)} is beyond the range of a 64-bit float"
         if isinstance(node, str):
             at = surrogate_at(node)
             if at >= 0:

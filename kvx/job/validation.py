@@ -10,7 +10,7 @@ import referencing.exceptions
 from jsonschema import Draft202012Validator
 from jsonschema.validators import validator_for
 
-from kvx.errors import ConfigError
+from kvx.errors import ConfigError, one_line
 from kvx.grammar.schema.refs import dialect_of, own_dialect, with_children
 from kvx.job.schema_files import bundle_files
 from kvx.io.json_values import decode_problem, value_problem
@@ -99,6 +99,8 @@ class RecordChecker:
             return f"schema: cannot resolve the $ref {e.ref!r}"
         except RecursionError:  # a $ref cycle this value walks without end (`then: {$ref: "#"}` under an if it meets)
             return RECURSES
+        except OverflowError as e:  # jsonschema's float arithmetic: a 400-digit integer against `multipleOf: 0.5`
+            return f"schema: a number the check cannot compute with ({e})"
         if error is None:
             return None
         return f"schema: {error.message} at {_pointer(error.absolute_path)}"
@@ -111,7 +113,11 @@ class RecordChecker:
             if finish_reason == "length":
                 return None, f"output hit --max-tokens before the JSON was complete; output: {_snippet(text)}"
             return None, f"{decode_problem(e)}; output: {_snippet(text)}"
-        problem = value_problem(value)  # e.g. "\ud83d" alone: no valid text, no UTF-8 output can hold it
+        except RecursionError:
+            return None, f"not usable JSON (nested too deeply); output: {_snippet(text)}"
+        except ValueError as e:  # an integer of more than 4,300 digits (a model repeating a digit)
+            return None, f"not usable JSON ({one_line(e, 120)}); output: {_snippet(text)}"
+        problem = value_problem(value, finite=True)  # "\ud83d" alone: no UTF-8 output holds it; 1e999: no JSON
         problem = f"not usable JSON: {problem}" if problem else self.problem(value)
         if problem:
             return None, f"{problem}; output: {_snippet(text)}"

@@ -8,6 +8,7 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
   FAKE:die           the process exits at once, the first time any process meets such a record
                      (KVX_FAKE_DIE_ONCE names the flag file that makes it once): a killed replica
   FAKE:surrogate     every attempt answers a record holding a lone surrogate escape
+  FAKE:overflow      every attempt answers a record whose number overflows a float (1e999: inf to json.loads)
   FAKE:name          the answer names the customer "Ada Lovelace" (whether the text does or not)
   FAKE:long          the summary runs into the ticket schema's maxLength (160) mid-sentence: LONG_SUMMARY
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
@@ -52,6 +53,9 @@ def answer(user_text: str, temperature: float) -> tuple[str, str]:
     if "FAKE:surrogate" in user_text:  # half an emoji, as a JSON escape: valid JSON, not valid text
         return '{"category": "billing", "priority": "low", "sentiment": "neutral", "summary": "cut \\ud83d", ' \
                '"requires_refund": false}', "stop"
+    if "FAKE:overflow" in user_text:  # valid JSON text; as a Python float, inf (no JSON writer can store it)
+        return '{"category": "billing", "priority": "low", "sentiment": "neutral", "summary": "big", ' \
+               '"requires_refund": false, "amount": 1e999}', "stop"
     if "FAKE:invalid" in user_text:
         return json.dumps({"category": "weather", "priority": "high"}), "stop"
     if "FAKE:flaky" in user_text and temperature == 0:

@@ -89,6 +89,36 @@ def test_1_an_output_with_a_lone_surrogate_is_invalid_not_a_crash(tmp_path, suff
     assert rows["s"]["error"].startswith("line 3 (id s): not usable JSON: lone surrogate \\ud83d")
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_1_an_output_number_beyond_a_float_is_invalid_not_infinity(tmp_path, suffix):
+    """json.loads reads `1e999` (or a model's looping 999...9.5) as inf: written, it was `Infinity`,
+    not JSON; it is an invalid record, retried like any other."""
+    src = write_jsonl(tmp_path / "in.jsonl", [*tickets(1), {"id": "o", "text": "FAKE:overflow a huge amount"}])
+    out = tmp_path / f"out{suffix}"
+    assert extract(src, out) == 1
+    rows = {r["id"]: r for r in rows_of(out)}
+    assert rows["t0"]["status"] == "ok"
+    assert rows["o"]["status"] == "invalid" and rows["o"]["attempts"] == 3
+    assert "not usable JSON: the number at /amount is beyond the range of a 64-bit float" in rows["o"]["error"]
+    if suffix == ".jsonl":
+        assert "Infinity" not in out.read_text()
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("1" * 5000, "not usable JSON (Exceeds the limit (4300 digits)"),  # a model repeating a digit
+    ("[" * 50_000 + "]" * 50_000, "not usable JSON (nested too deeply)"),
+    (str(10 ** 400), "schema: a number the check cannot compute with (int too large to convert to float)"),
+    ("-1e400", "not usable JSON: the number at / is beyond the range of a 64-bit float")])
+def test_1_outputs_json_loads_or_jsonschema_cannot_take_are_problems_not_crashes(text, problem):
+    """Python's json and jsonschema raise on these (a ValueError past 4,300 digits, a RecursionError,
+    jsonschema's float division by `multipleOf: 0.5` of a 400-digit integer): each is a reason."""
+    from kvx.job.validation import RecordChecker
+
+    record, reason = RecordChecker({"multipleOf": 0.5}).check(text, "stop")
+    assert record is None and reason.startswith(problem)
+    assert "\n" not in reason
+
+
 # 2. --resume with another job's output ---------------------------------------------------------
 @pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
 def test_2_resume_with_another_schema_exits_2_naming_both_hashes(tmp_path, capsys, suffix):
