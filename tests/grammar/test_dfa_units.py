@@ -42,6 +42,21 @@ def test_pattern_matches_python_re(pattern):
         assert dfa.accepts(s.encode()) == bool(rx.search(s)), (pattern, s)
 
 
+@pytest.mark.parametrize("pattern", [r"^\s+$", r"^\S+$", r"^a\sb$", r"^[\s1]+$", r"^[^\s]+$", r"\s"])
+def test_space_classes_match_python_re_as_the_record_check_runs_it(pattern):
+    r"""`\s`/`\S` are read as Python's re reads them without re.ASCII, as jsonschema's check runs
+    it: U+FEFF is no space there (ECMA-262's reading let "2\ufeffhours" through `^\d+\s(hours?)$`,
+    which the check refuses), the separators U+001C-001F and U+0085 are. Every character either
+    reading counts as a space, and some neither does."""
+    dfa = compile_node(pattern_ast(pattern, _utf8))
+    rx = re.compile(pattern.replace("$", r"\Z"))
+    chars = [chr(c) for c in range(0x3001) if re.match(r"\s", chr(c))] + ["\ufeff", "\u180e", "\u200b", "a", "b", "1"]
+    rng = random.Random(pattern)
+    for _ in range(3000):
+        text = "".join(rng.choice(chars) for _ in range(rng.randrange(0, 4)))
+        assert dfa.accepts(text.encode()) == bool(rx.search(text)), (pattern, text)
+
+
 @pytest.mark.parametrize("pattern", [r"^alpha|beta|rc|stable$", r"^a|b$|c", r"ab|^c\d{2,3}$", r"x*|^yz",
                                      r"en|de|ru|pt|nl|fr|it|es|pl|zh-cn", r"^(a|b)|c*d", r"(build|stage)-success",
                                      r"pull|x?ab{1,40}", r"^a|y{2,99}", r"^x{0,9}z+", r"d{1,3}e{0,50}$"])

@@ -362,6 +362,18 @@ def test_a_negated_format_leaves_what_the_check_leaves(draft, fmt):
         assert program.accepts(json.dumps(value).encode()) == check.is_valid(value), value
 
 
+def test_a_format_without_an_automaton_is_post_checked_where_the_check_asserts_it():
+    """`format: regex` (a pattern string: scoop's checkver) has no automaton; the check compiles it
+    with `re`, so a generated "(" is refused there: said as post-checked, not as "not enforced"."""
+    regex = compile_program({"properties": {"r": {"type": "string", "format": "regex"}}})
+    assert regex.post_checks == ["/properties/r/format"]
+    assert not any("not enforced" in w for w in regex.warnings)
+    assert not _format_check({"format": "regex"}).is_valid("(") and regex.program.accepts(b'{"r":"("}')
+    other = compile_program({"properties": {"r": {"type": "string", "format": "x-made-up"}}})
+    assert other.post_checks == []
+    assert any("format \"x-made-up\" at /properties/r is not known; not enforced" in w for w in other.warnings)
+
+
 @pytest.mark.parametrize("root, inner, values", [
     # a draft-4 document: its check does not assert date, even where a subschema names draft 7
     (D4, D7, ["x", "2020-01-01"]),

@@ -60,6 +60,13 @@ def reading_internal(cls):
     return extend(cls, {kw: _internal_keyword(kw) for kw in INTERNAL})
 
 
+def _format_dfa(fmt):
+    """kvx's automaton of format `fmt` (formats.py), False for one it has none for."""
+    from kvx.grammar.schema.formats import format_dfa
+
+    return format_dfa(fmt) if isinstance(fmt, str) else False
+
+
 def _written(text: str) -> bytes:
     """A string's body (between the quotes) as kvx writes it: what patterns and formats read."""
     return dumps(text)[1:-1].encode("utf-8")
@@ -264,7 +271,7 @@ class Scalars:
             kind, arg = self.negated_format(spec)
             if kind == "pattern":
                 return not self.matches(arg, value)
-            return kind == "unknown" or kind == "format" and not self._format(arg, "").accepts(_written(value))
+            return kind == "unknown" or kind == "format" and not _format_dfa(arg).accepts(_written(value))
         raise ValueError(f"not an internal keyword: {keyword}")
 
     # ---- numbers ----------------------------------------------------------------------------
@@ -480,13 +487,16 @@ class Scalars:
             return "nothing", ""
         if fmt == "email":
             return "pattern", "@"
-        return ("unknown", "") if self._format(fmt, "") is False else ("format", fmt)
+        return ("unknown", "") if _format_dfa(fmt) is False else ("format", fmt)
 
     def _format(self, fmt, ptr: str):
-        from kvx.grammar.schema.formats import format_dfa
-
-        d = format_dfa(fmt) if isinstance(fmt, str) else False
-        if d is False:
+        """kvx's automaton of format `fmt`, False where it has none: said where it stands, as
+        post-checked if the record check asserts that format (`regex`, `idn-email`), else as not
+        enforced (nothing checks it)."""
+        d = _format_dfa(fmt)
+        if d is False and isinstance(fmt, str) and fmt in self.format_checker.checkers:
+            self.notes.post_check("format", ptr, f"format {json.dumps(fmt)} has no automaton")
+        elif d is False:
             self.notes.warn_once(f"{self.where(ptr)}/format",
                                  f"format {json.dumps(fmt)} at {self.where(ptr)} is not known; not enforced")
         return d
