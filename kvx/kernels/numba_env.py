@@ -5,8 +5,9 @@ takes seconds, loading ~1 s). numba checks a cached function against its own fil
 that calls one from another file (network_kernel -> subset_kernel) kept running the callee's old
 code after a change there alone (a `git pull`, an edit). A folder per version of all the kernel
 sources together rules that out; folders of other versions are pruned (the few used last are
-kept, for other installs sharing the cache, and any used within the hour). numba's thread pool follows torch's thread count, set again only
-when that changes (the call costs ~10 us and the kernels run several times per layer).
+kept, for other installs sharing the cache, and any used within the hour). numba's thread pool
+follows torch's thread count, set again only when that changes (the call costs ~10 us and the
+kernels run several times per layer).
 """
 from __future__ import annotations
 

@@ -399,9 +399,12 @@ class Scalars:
                 kind, arg = self.negated_format(node["kvx:notFormat"])
                 if kind == "nothing":
                     return None
-                if kind == "unknown":
+                if kind == "pattern":
+                    not_patterns.append(arg)
+                elif kind == "format":
+                    not_formats.append(arg)
+                else:
                     self.notes.post_check("format", ptr, "under a negation: a format the grammar does not know")
-                (not_patterns if kind == "pattern" else not_formats if kind == "format" else []).append(arg)
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
         if hi is not None and hi < lo:
             return None
