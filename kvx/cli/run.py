@@ -129,12 +129,23 @@ def run_extract(a: ExtractArgs) -> int:
         finished = read_done(a.output, schema, fingerprint, a.force) if a.resume else DoneRows()
         runtime = _runtime(a, schema, opts)
         try:
+            check_room_for_a_record(a.max_tokens, runtime)
             builder = prompt_builder(a, spec, schema, runtime)
             writer = open_output(a.output, schema, fingerprint, resume=a.resume)
             copies = CopyCheck([ex.output for ex in spec.examples], schema) if spec.examples else None
             return run_job(a, source, writer, builder, runtime, checker, settings, finished, copies)
         finally:
             runtime.close()
+
+
+def check_room_for_a_record(max_tokens: int, runtime: Runtime) -> None:
+    """--max-tokens below the shortest record the schema allows would cut every output (retried,
+    then invalid, three generations a record): exit 2 before the work, naming what fits."""
+    shortest = runtime.shortest_record()
+    if max_tokens < shortest:
+        raise ConfigError(f"{{option}} {max_tokens} cannot hold the shortest record the schema allows: {shortest} "
+                          "tokens of this model's (its end-of-text token included); give it at least that",
+                          option="max_tokens")
 
 
 def check_columns(source: InputSource, spec: PromptSpec) -> None:

@@ -121,6 +121,7 @@ class Job:
         self.text_cut = TextCut.of(checker.validator.schema)
         self.codes = code_fields(checker.validator.schema) if settings.copy_codes else {}
         self._shaped = shaped_places(checker.validator.schema)  # strings whose digits the schema shapes (--copy-digits)
+        self._shortest = runtime.shortest_record()  # output tokens of the shortest valid record
         vocab = runtime.grammar.vocab if runtime.grammar is not None else None
         self._spelling = Spelling(vocab.token_bytes, vocab.hash) if vocab is not None else None  # the guards' tokens
 
@@ -264,6 +265,10 @@ class Job:
         if room < MIN_ROOM:
             return self._fail(record, f"prompt is {len(ids)} tokens; the model's context is "
                                       f"{self.runtime.max_model_len} (shorten the text or the template, or --truncate)")
+        if room < self._shortest:  # every output would be cut: say so instead of three cut generations
+            return self._fail(record, f"prompt is {len(ids)} tokens; the model's context of {self.runtime.max_model_len} "
+                                      f"leaves {room}, and the shortest record the schema allows takes {self._shortest} "
+                                      "(shorten the text or the template, or --truncate)")
         attempt = Attempt(record, ids, min(self.settings.max_tokens, room), text=user)
         if self.codes:
             spans = CodeSpans.of(self.codes, user)

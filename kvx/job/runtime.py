@@ -46,6 +46,10 @@ class Runtime:
             return None
         return lambda: grammar.matcher(max_tokens=max_tokens)
 
+    def shortest_record(self) -> int:
+        """Output tokens the shortest record the grammar allows takes, EOS included (1 without one)."""
+        return 1 if self.grammar is None else self.grammar.matcher().min_tokens_to_finish()
+
 
 def check_engine_options(opts: EngineOptions) -> None:
     """What the machine cannot do, found before the model loads (exit 2): a KV pool larger than the

@@ -1,12 +1,13 @@
 """`kvx extract` with the real default model (SmolLM2-135M) on a few samples: every ok row validates
 with jsonschema, Parquet columns carry the schema's types, and stdin -> stdout works in a pipe."""
 import json
+import re
 
 import jsonschema
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from kvx_cli_helpers import REPO, TICKET_SCHEMA, read_jsonl, run_kvx
+from kvx_cli_helpers import HERE, REPO, TICKET_SCHEMA, read_jsonl, run_kvx
 
 from kvx.cli.main import main
 
@@ -68,3 +69,54 @@ def test_stdin_to_stdout_pipe():
     for r in rows:
         if r["status"] == "ok":
             jsonschema.validate(r["record"], SCHEMA)
+
+
+def test_max_tokens_below_the_shortest_record_exits_2_before_any_work(tmp_path, capsys):
+    """Every output would be cut at --max-tokens (three generations a record, then `invalid`):
+    one line naming the least that fits, which is the grammar's own shortest record and enough."""
+    from kvx.grammar import compile_schema
+    from kvx.models import load_model
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(LINES[:2]) + "\n")
+    out = tmp_path / "out.jsonl"
+    code = main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--max-tokens", "5",
+                 "--kv-memory", "64MiB", "-q"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and not out.exists()
+    assert "--max-tokens 5 cannot hold the shortest record the schema allows" in err
+    shortest = int(re.search(r"allows: (\d+) tokens", err).group(1))
+    grammar = compile_schema(SCHEMA, load_model(None, dtype="float32").tokenizer)
+    assert shortest == grammar.matcher().min_tokens_to_finish()
+    code = main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--max-tokens", str(shortest),
+                 "--kv-memory", "64MiB", "-q"])
+    rows = read_jsonl(out)
+    assert code in (0, 1) and len(rows) == 2
+    assert not any("hit --max-tokens" in (r["error"] or "") for r in rows)  # the budget closes every record
+
+
+def test_a_prompt_leaving_less_than_the_shortest_record_is_an_error_row(tmp_path, monkeypatch):
+    """Room past MIN_ROOM but short of the shortest record: an error row naming both, not three
+    generations cut at the context's end; room for exactly that record is enough."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(LINES[0] + "\n")
+    monkeypatch.setenv("KVX_RUNTIME_FACTORY", "kvx_short_context_runtime:short_context_runtime")
+    monkeypatch.syspath_prepend(str(HERE))
+
+    def run(context: int, name: str) -> dict:
+        monkeypatch.setenv("KVX_TEST_CONTEXT", str(context))
+        out = tmp_path / name
+        main(["extract", str(src), "--schema", str(TICKET_SCHEMA), "-o", str(out), "--max-tokens", "64",
+              "--kv-memory", "64MiB", "-q", "--truncate", "none"])  # as by default: a long text is not cut
+        (row,) = read_jsonl(out)
+        return row
+
+    prompt = int(re.match(r"line 1 \(id T-1001\): prompt is (\d+) tokens", run(260, "tiny.jsonl")["error"]).group(1))
+    row = run(prompt + 20, "short.jsonl")  # room 20: past MIN_ROOM (8), short of a record
+    assert row["status"] == "error" and row["attempts"] == 0
+    found = re.search(rf"prompt is {prompt} tokens; the model's context of {prompt + 20} leaves 20, and the shortest "
+                      r"record the schema allows takes (\d+) \(", row["error"])
+    assert found, row["error"]
+    shortest = int(found.group(1))
+    row = run(prompt + shortest, "exact.jsonl")
+    assert row["status"] in ("ok", "invalid") and "hit --max-tokens" not in (row["error"] or "")
