@@ -11,10 +11,10 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 
 from kvx.grammar.automata.pda import Program
+from kvx.grammar.schema.refs import DIALECTS
 from kvx.grammar.tokens.vocab import TokenVocab
 from kvx.npz_cache import read_entry, write_entry
 from kvx.paths import cache_root
@@ -42,10 +42,8 @@ def _check_reading() -> dict:
     """What the program also follows of the record check: jsonschema's version and the formats each
     draft's checker asserts (those whose packages are installed: a negated format the check leaves
     unread admits no string, schema/scalars.py), so installing rfc3339-validator rebuilds it."""
-    drafts = (jsonschema.Draft4Validator, jsonschema.Draft6Validator, jsonschema.Draft7Validator,
-              jsonschema.Draft201909Validator, jsonschema.Draft202012Validator)
     return {"jsonschema": importlib.metadata.version("jsonschema"),
-            "formats": {cls.__name__: sorted(cls.FORMAT_CHECKER.checkers) for cls in drafts}}
+            "formats": {cls.__name__: sorted(cls.FORMAT_CHECKER.checkers) for cls in DIALECTS}}
 
 
 def cache_path(schema, options: dict, vocab: TokenVocab) -> Path:
