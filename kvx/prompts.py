@@ -15,7 +15,7 @@ from typing import Any, Callable, Literal, get_args
 
 from kvx.errors import ConfigError, KvxError
 from kvx.io.json_values import decode_problem
-from kvx.schema_text import describe_fields
+from kvx.schema_fit import FieldList, fitted_field_list
 
 DEFAULT_SYSTEM = (
     "You are a careful data extraction assistant. Read the user's text and reply with one JSON "
@@ -154,16 +154,25 @@ def field_value(fields: dict[str, Any], name: str) -> str:
     return str(value)
 
 
+def field_list_budget(context: int, max_tokens: int) -> int:
+    """Tokens the schema's field list may take: half of what the context leaves beside the output,
+    so the record's text keeps the other half."""
+    return max(context - max_tokens, 0) // 2
+
+
 class PromptBuilder:
-    def __init__(self, spec: PromptSpec, schema: dict, tokenizer: Any):
+    def __init__(self, spec: PromptSpec, schema: dict, tokenizer: Any, field_budget: int | None = None):
+        """`field_budget`: tokens the schema's field list may take (it is shortened to fit; None: whole)."""
         self.spec = spec
         self.tokenizer = tokenizer
         self.system = spec.system if spec.system is not None else DEFAULT_SYSTEM
+        self.field_list: FieldList | None = None
         if spec.describe_schema and spec.schema_style == "json":
             schema_text = json.dumps(schema, ensure_ascii=False, separators=(",", ":"))
             self.system = f"{self.system}\n\nThe JSON object must match this JSON Schema:\n{schema_text}"
         elif spec.describe_schema:
-            self.system = f"{self.system}\n\nThe JSON object has these fields:\n{describe_fields(schema)}"
+            self.field_list = fitted_field_list(schema, lambda text: len(tokenizer.encode(text)), field_budget)
+            self.system = f"{self.system}\n\nThe JSON object has these fields:\n{self.field_list.text}"
         self._prefix, self._suffix = self._split()
         self._prefix_ids = tokenizer.encode(self._prefix) if self._prefix is not None else None
         self._reads = spec.fields_read()

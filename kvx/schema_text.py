@@ -8,6 +8,7 @@ objects and lists of objects are indented below their field. `$ref`s within the 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from kvx.grammar.errors import UnsupportedSchema
@@ -20,9 +21,31 @@ TYPE_WORDS = {"string": "text", "integer": "integer", "number": "number", "boole
 MAX_DEPTH = 4
 
 
-def describe_fields(schema: dict) -> str:
-    """The schema's fields as `- name: reading — description` lines (one line for a non-object)."""
-    return "\n".join(_Describer(schema).lines(schema, 0, ()))
+@dataclass(frozen=True)
+class Detail:
+    """How much of the schema the field list spells out (kvx/schema_fit.py shortens it to fit a
+    prompt); the defaults spell out everything."""
+    descriptions: int | None = None  # characters of each `description` kept: None all, 0 none
+    enum_values: int | None = None  # enum members listed before "(N values)": None all
+    depth: int = MAX_DEPTH  # nested levels listed below the top-level fields
+
+
+FULL = Detail()
+
+
+class TooLong(Exception):
+    """The field list passed the character cap it was written under."""
+
+
+def describe_fields(schema: dict, detail: Detail = FULL, max_chars: int | None = None) -> str:
+    """The schema's fields as `- name: reading — description` lines (one line for a non-object).
+    TooLong once the text passes `max_chars`: a schema whose list runs to megabytes (recursive
+    bundles) is given up early instead of written out whole."""
+    return "\n".join(field_lines(schema, detail, max_chars))
+
+
+def field_lines(schema: dict, detail: Detail = FULL, max_chars: int | None = None) -> list[str]:
+    return _Describer(schema, detail, max_chars).lines(schema, 0, ())
 
 
 Resolve = Callable[[Any, tuple[str, ...]], tuple[Any, tuple[str, ...]]]  # (node, targets followed) -> the same, resolved
@@ -69,8 +92,10 @@ def _allows_nothing(schema: Any) -> bool:
 
 
 class _Describer:
-    def __init__(self, root: dict):
+    def __init__(self, root: dict, detail: Detail = FULL, max_chars: int | None = None):
         self.doc = Document(root)  # the grammar's reference resolution: JSON pointers, $id, $anchor
+        self.detail = detail
+        self.chars_left = max_chars
 
     def resolve(self, node: Any, seen: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
         """`node` with its `$ref` (local, or to a bundled file) followed and a lone `allOf` member (Pydantic v1 wraps a
@@ -108,13 +133,31 @@ class _Describer:
             line = f"{'  ' * depth}- {name}: {self.reading(sub, sub_seen)}"
             if name not in required:
                 line += " (optional)"
-            about = sub.get("description") if isinstance(sub, dict) else None
-            if isinstance(about, str) and about.strip():
-                line += f" — {about.strip()}"
+            about = self.about(sub)
+            if about:
+                line += f" — {about}"
+            self.spend(line)
             out.append(line)
-            if depth < MAX_DEPTH:
+            if depth < self.detail.depth:
                 out += self.lines(self.inner_object(sub, sub_seen), depth + 1, sub_seen)
         return out
+
+    def about(self, node: Any) -> str:
+        """The node's `description`, cut at `detail.descriptions` characters (at a word, with "...")."""
+        about = node.get("description") if isinstance(node, dict) else None
+        keep = self.detail.descriptions
+        if not isinstance(about, str) or keep == 0:
+            return ""
+        if keep is None:
+            return about.strip()
+        about = " ".join(about.split())
+        return about if len(about) <= keep else about[:keep].rsplit(" ", 1)[0].rstrip(",;:") + "..."
+
+    def spend(self, line: str) -> None:
+        if self.chars_left is not None:
+            self.chars_left -= len(line) + 1
+            if self.chars_left < 0:
+                raise TooLong
 
     def inner_object(self, node: Any, seen: tuple[str, ...]) -> Any:
         """The object whose fields go below this one: itself, or its list's items."""
@@ -131,7 +174,9 @@ class _Describer:
         if "const" in node:
             return f"always {json.dumps(node['const'], ensure_ascii=False)}"
         if isinstance(node.get("enum"), list):
-            return "one of " + ", ".join(json.dumps(v, ensure_ascii=False) for v in node["enum"])
+            values, keep = node["enum"], self.detail.enum_values
+            listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values[:keep])
+            return f"one of {listed}" + (f", ... ({len(values)} values)" if keep is not None and len(values) > keep else "")
         for key in ("anyOf", "oneOf"):
             if isinstance(node.get(key), list):
                 return " or ".join(self.reading(b, seen) for b in node[key])

@@ -60,9 +60,11 @@ def show_progress(quiet: bool) -> bool:
 
 
 def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: dict, model: str,
-              shared_prefix_tokens: int, settings: JobSettings, copy_guarded: bool = False) -> dict:
+              shared_prefix_tokens: int, settings: JobSettings, copy_guarded: bool = False,
+              field_list_shortened: str | None = None) -> dict:
     """The figures of one run, as printed in the summary and written by --stats (copy_guarded: the
-    --examples copy guard ran)."""
+    --examples copy guard ran; field_list_shortened: how the schema's field list was cut to fit the
+    prompt, or None)."""
     return {
         "model": model,
         "records_read": outcome.read,
@@ -76,6 +78,7 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "elapsed_s": round(elapsed, 3),
         "records_per_s": round(counts.done / elapsed, 3) if elapsed > 0 else 0.0,
         "shared_prefix_tokens": shared_prefix_tokens,
+        "field_list_shortened": field_list_shortened,
         "choices": settings.choices,
         "calibration_points": outcome.calibration_points,
         "channel_requests": outcome.channel_requests,
@@ -98,7 +101,7 @@ def job_stats(counts: RowCounts, outcome: JobOutcome, elapsed: float, engine: di
         "codes_copied": outcome.codes_copied,
         "copy_digits": settings.copy_digits,
         "copy_guard": copy_guarded,
-        "warnings": copy_warnings(outcome, counts.ok),
+        "warnings": copy_warnings(outcome, counts.ok) + field_list_warnings(field_list_shortened),
         "engine": engine,
     }
 
@@ -109,6 +112,13 @@ def copy_warnings(outcome: JobOutcome, ok: int) -> list[str]:
     fields = _most_counted(outcome.copied_fields)
     return [f"{outcome.copying_records} of {ok} ok records copy a value from --examples that their text does not "
             f"contain ({fields}): the model repeats the example instead of reading the text"]
+
+
+def field_list_warnings(shortened: str | None) -> list[str]:
+    if shortened is None:
+        return []
+    return [f"the schema's field list was too long for the prompt and was shortened ({shortened}); the output "
+            "still follows the whole schema"]
 
 
 def _most_counted(counts: dict[str, int], most: int = 4) -> str:

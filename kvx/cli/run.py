@@ -26,8 +26,8 @@ from kvx.io.output_lock import output_lock
 from kvx.io.readers import InputSource, input_format, open_input
 from kvx.io.writers import RowWriter, check_output_path, open_output, output_format, read_done
 from kvx.grammar.options import ExtraKeys, GrammarOptions, Whitespace
-from kvx.prompts import (PromptBuilder, PromptError, PromptSpec, SchemaStyle, Truncate, load_examples, load_template,
-                         read_text_option, shared_prompt_problem)
+from kvx.prompts import (PromptBuilder, PromptError, PromptSpec, SchemaStyle, Truncate, field_list_budget,
+                         load_examples, load_template, read_text_option, shared_prompt_problem)
 
 EXIT_OK, EXIT_FAILURES, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -104,7 +104,8 @@ def fingerprint_of(a: ExtractArgs, schema: dict, spec: PromptSpec) -> Fingerprin
 
 def prompt_builder(a: ExtractArgs, spec: PromptSpec, schema: dict, runtime: Runtime) -> PromptBuilder:
     try:
-        builder = PromptBuilder(spec, schema, runtime.tokenizer)
+        budget = field_list_budget(runtime.max_model_len, a.max_tokens)
+        builder = PromptBuilder(spec, schema, runtime.tokenizer, budget)
     except PromptError as e:
         raise ConfigError(f"--examples {a.examples}: {e}") from None
     except (TypeError, ValueError, UnicodeError) as e:  # the tokenizer refuses the system text
@@ -183,7 +184,8 @@ def run_job(a: ExtractArgs, source: InputSource, writer: RowWriter, builder: Pro
         signal.signal(signal.SIGTERM, previous)
         view.stop()
     stats = job_stats(sink.counts, outcome, time.perf_counter() - started, metrics(), runtime.model_name,
-                      builder.shared_prefix_tokens(), settings, copy_guarded=copies is not None and settings.copy_guard)
+                      builder.shared_prefix_tokens(), settings, copy_guarded=copies is not None and settings.copy_guard,
+                      field_list_shortened=builder.field_list.shortened if builder.field_list else None)
     if a.stats:
         write_stats(a.stats, stats)
     if outcome.failure is not None:

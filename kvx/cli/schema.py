@@ -54,11 +54,16 @@ def _read_schema(schema_path: str) -> dict:
 
 def prompt_report(schema: dict, tokenizer, context: int) -> dict:
     """The prompt part every record shares (system text + schema description) against the model's
-    context: `kvx extract` refuses to start when it leaves no room for the record."""
-    from kvx.prompts import PromptBuilder, PromptSpec, shared_prompt_problem
+    context, as `kvx extract` builds it with its default --max-tokens: it refuses to start when that
+    leaves no room for the record."""
+    from kvx.job.settings import JobSettings
+    from kvx.prompts import PromptBuilder, PromptSpec, field_list_budget, shared_prompt_problem
 
-    tokens = PromptBuilder(PromptSpec(), schema, tokenizer).shared_prefix_tokens()
-    return dict(prompt_tokens=tokens, context=context, prompt_problem=shared_prompt_problem(tokens, context, True))
+    builder = PromptBuilder(PromptSpec(), schema, tokenizer, field_list_budget(context, JobSettings.max_tokens))
+    tokens = builder.shared_prefix_tokens()
+    fields = builder.field_list
+    return dict(prompt_tokens=tokens, context=context, prompt_problem=shared_prompt_problem(tokens, context, True),
+                field_list_shortened=fields.shortened if fields else None)
 
 
 def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, tokenizer=None,
@@ -128,5 +133,7 @@ def run_schema_check(schema_path: str, model_spec: str | None, as_json: bool, to
     if "prompt_tokens" in report:
         print(f"prompt: {report['prompt_problem']}" if code else
               f"prompt: {report['prompt_tokens']:,} tokens shared by every record (system text + schema) "
-              f"of the model's {report['context']:,}")
+              f"of the model's {report['context']:,}"
+              + (f"; the schema's field list is shortened to fit ({report['field_list_shortened']})"
+                 if report.get("field_list_shortened") else ""))
     return code

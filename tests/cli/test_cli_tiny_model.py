@@ -215,3 +215,26 @@ def test_values_the_text_keeps_naming_win_with_mentions(tmp_path, tiny_gguf, cho
 
     assert kinds() == named
     assert kinds("--no-mentions") != named  # the random model alone does not read them
+
+
+def test_a_schema_described_past_the_context_is_shortened_not_refused(tmp_path, tiny_gguf, capsys):
+    """A 512-token context (one token a byte): the whole field list of this schema is over 1,000
+    tokens, which used to stop the run (exit 2, "past the model's context"). It is shortened to
+    half the room beside the output, the run goes on, and --stats and the summary say so."""
+    about = "a long explanation of what this field holds and where it comes from"
+    schema = {**SCHEMA, "properties": {k: {**v, "description": about} for k, v in SCHEMA["properties"].items()}}
+    schema["properties"].update({f"note{i}": {"type": "string", "maxLength": 3, "description": about} for i in range(9)})
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": i, "text": t} for i, t in enumerate(["abc", "hello"])])
+    out, stats = tmp_path / "out.jsonl", tmp_path / "stats.json"
+    code = main(["extract", str(src), "--schema", str(tmp_path / "s.json"), "--model", str(tiny_gguf), "-o", str(out),
+                 "--system", "Extract.", "--max-tokens", "120", "--stats", str(stats), "--kv-memory", "16MiB"])
+    rows, s = read_jsonl(out), json.loads(stats.read_text())
+    assert code == 0 and [r["status"] for r in rows] == ["ok", "ok"]
+    for r in rows:
+        jsonschema.validate(r["record"], schema)
+    listed = re.fullmatch(r"the first (\d+) of 12 top-level fields", s["field_list_shortened"])
+    assert listed and 0 < int(listed[1]) < 12
+    assert 50 < s["shared_prefix_tokens"] <= 512 - 120
+    err = " ".join(capsys.readouterr().err.split())  # the summary wraps at the terminal's width
+    assert f"field list was too long for the prompt and was shortened ({s['field_list_shortened']})" in err

@@ -21,6 +21,7 @@ import torch
 from kvx_cli_helpers import REPO, TICKET_SCHEMA, assert_one_line_error, read_jsonl, run_kvx, write_jsonl
 
 from kvx.cli.main import main
+from kvx.prompts import DEFAULT_SYSTEM
 
 pytestmark = pytest.mark.usefixtures("fake_engine")
 SCHEMA = json.loads(TICKET_SCHEMA.read_text())
@@ -407,21 +408,36 @@ def big_enum_schema(tmp_path, values=900):
     return schema_file(tmp_path, "enum.json", schema)
 
 
+def test_10_a_schema_described_past_the_context_is_shortened_to_fit(tmp_path):
+    """The whole field list (900 enum values) is past the 4,096-token context: the prompt lists the
+    first 12 values and the run goes on; the grammar still takes all 900."""
+    src = write_jsonl(tmp_path / "in.jsonl", tickets(3))
+    out, stats = tmp_path / "out.jsonl", tmp_path / "stats.json"
+    assert extract(src, out, "--stats", stats, schema=big_enum_schema(tmp_path)) == 0
+    s = json.loads(stats.read_text())
+    assert s["field_list_shortened"] == "no descriptions, 12 enum values"
+    assert s["shared_prefix_tokens"] <= (4096 - 256) // 2 + len(DEFAULT_SYSTEM) + 100
+    assert [r["status"] for r in read_jsonl(out)] == ["ok"] * 3
+
+
 def test_10_shared_prompt_past_the_context_exits_2_before_work(tmp_path, capsys):
     src = write_jsonl(tmp_path / "in.jsonl", tickets(3))
     out = tmp_path / "out.jsonl"
-    assert extract(src, out, schema=big_enum_schema(tmp_path)) == 2
-    assert_one_line_error(capsys.readouterr().err, "past the model's context of 4,096 tokens", "--no-schema-prompt")
+    system = tmp_path / "system.txt"
+    system.write_text("Read the ticket with care. " * 200)  # 5,400 characters, one token each here
+    assert extract(src, out, "--system", f"@{system}") == 2
+    assert_one_line_error(capsys.readouterr().err, "past the model's context of 4,096 tokens", "shorten --system")
     assert not out.exists()
-    assert extract(src, out, "--no-schema-prompt", schema=big_enum_schema(tmp_path)) == 0
 
 
 def test_10_schema_check_with_the_model_says_so(tmp_path, capsys):
-    assert main(["schema", "check", str(big_enum_schema(tmp_path)), "--model", "smollm2-135m"]) == 2
-    out = capsys.readouterr().out
-    assert "supported: yes" in out and "past the model's context of 8,192 tokens" in out
+    assert main(["schema", "check", str(big_enum_schema(tmp_path)), "--model", "smollm2-135m"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "supported: yes" in out and "of the model's 8,192; the schema's field list is shortened to fit " \
+        "(no descriptions, 12 enum values)" in out
     assert main(["schema", "check", str(TICKET_SCHEMA)]) == 0
-    assert "of the model's 8,192" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "of the model's 8,192" in out and "shortened" not in out
 
 
 # 11. the small ones ----------------------------------------------------------------------------

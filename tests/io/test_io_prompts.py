@@ -140,3 +140,84 @@ def test_a_record_with_no_text_is_refused(tok):
     assert t.user_text({"channel": "email", "text": ""}) == "[email] "
     with pytest.raises(PromptError, match="fields 'channel', 'text' are empty"):
         t.user_text({"channel": " ", "text": ""})
+
+
+def _big_schema(n_fields: int, about: int, nested: bool = True) -> dict:
+    """n_fields properties, each with an `about`-word description and an enum of 30 values, and (when
+    nested) n_fields // 4 groups holding objects four levels deep, every field described."""
+    words = " ".join(f"word{i}" for i in range(about))
+
+    def level(depth: int) -> dict:
+        if depth == 3:
+            return {"type": "string", "description": words}
+        return {"type": "object", "description": words, "properties": {f"sub{depth}_{j}": level(depth + 1) for j in range(2)}}
+
+    props = {f"field{i}": {"type": "string", "enum": [f"value{v}" for v in range(30)], "description": words}
+             for i in range(n_fields)}
+    if nested:
+        props.update({f"group{i}": level(0) for i in range(n_fields // 4)})
+    return {"type": "object", "properties": props, "required": ["field0"]}
+
+
+def test_a_field_list_within_budget_is_the_whole_one(tok):
+    from kvx.schema_text import describe_fields
+
+    b = PromptBuilder(PromptSpec(), SCHEMA, tok, field_budget=3840)
+    assert b.field_list.shortened is None
+    assert b.system.endswith("The JSON object has these fields:\n" + describe_fields(SCHEMA))
+    assert b.shared_prefix_tokens() == PromptBuilder(PromptSpec(), SCHEMA, tok).shared_prefix_tokens()
+
+
+@pytest.mark.parametrize("budget,step,levels", [
+    (25_000, "descriptions cut to 160 characters", 4),
+    (4_600, "no descriptions, 12 enum values", 4),
+    (4_000, "no descriptions, 12 enum values, 3 levels", 3),
+    (2_500, "no descriptions, 6 enum values, 2 levels", 2),
+    (1_800, "top-level fields only", 1),
+])
+def test_a_long_field_list_is_shortened_to_its_budget(tok, budget, step, levels):
+    from kvx.schema_text import describe_fields
+
+    schema = _big_schema(40, 60)
+    assert len(tok.encode(describe_fields(schema))) > budget  # the whole list would not fit
+    fields = PromptBuilder(PromptSpec(), schema, tok, field_budget=budget).field_list
+    assert fields.shortened == step
+    assert fields.tokens == len(tok.encode(fields.text)) <= budget
+    lines = fields.text.splitlines()
+    listed = {line.split(":")[0].strip("- ") for line in lines}
+    assert set(schema["properties"]) <= listed  # every top-level field is still named
+    assert {f"sub{d}_1" for d in range(levels - 1)} <= listed and f"sub{levels - 1}_1" not in listed
+    described = sum(" — word0" in line for line in lines)
+    assert described == (len(lines) if step.startswith("descriptions") else 0)
+    enum = next(line for line in lines if line.startswith("- field0:"))
+    assert ("value29" in enum) == step.startswith("descriptions") and ("(30 values)" in enum) != ("value29" in enum)
+
+
+def test_past_every_step_the_first_fields_are_listed_and_the_rest_counted(tok):
+    schema = _big_schema(400, 0, nested=False)
+    fields = PromptBuilder(PromptSpec(), schema, tok, field_budget=1200).field_list
+    lines = fields.text.splitlines()
+    assert fields.tokens == len(tok.encode(fields.text)) <= 1200
+    shown = len(lines) - 1
+    assert 0 < shown < 400 and fields.fields_left_out == 400 - shown
+    assert lines[-1] == f"- ... and {400 - shown} more fields, not listed here"
+    assert [line.split(":")[0] for line in lines[:-1]] == [f"- field{i}" for i in range(shown)]
+    assert fields.shortened == f"the first {shown} of 400 top-level fields"
+    whole = PromptBuilder(PromptSpec(), schema, tok).field_list.text.splitlines()  # one field more would not fit
+    assert len(tok.encode("\n".join(whole[:shown + 1] + [f"- ... and {399 - shown} more fields, not listed here"]))) > 1200
+
+
+def test_a_list_exploding_through_refs_is_given_up_early(tok):
+    """Each level refers to the next twice: the whole list doubles per level (2^18 lines); the
+    capped writer stops at the budget instead of writing it all."""
+    defs = {f"d{i}": {"type": "object", "description": "x " * 20,
+                      "properties": {"a": {"$ref": f"#/$defs/d{i + 1}"}, "b": {"$ref": f"#/$defs/d{i + 1}"}}}
+            for i in range(18)}
+    defs["d18"] = {"type": "string"}
+    schema = {"$defs": defs, "$ref": "#/$defs/d0"}
+    from kvx.schema_text import Detail, TooLong, describe_fields
+
+    with pytest.raises(TooLong):
+        describe_fields(schema, Detail(depth=64), max_chars=10_000)
+    fields = PromptBuilder(PromptSpec(), schema, tok, field_budget=500).field_list
+    assert fields.tokens <= 500 and fields.text.startswith("- a: object with the fields below")
