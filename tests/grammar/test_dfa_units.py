@@ -33,13 +33,87 @@ def _utf8(ranges):
                                      r"^[^abc]{1,2}$", r"^a{2,}b$", r"x\.y", r"^(?:ab)+(?<n>c)$", r"^\x41\u0042[\-z]$"])
 def test_pattern_matches_python_re(pattern):
     dfa = compile_node(pattern_ast(pattern, _utf8))
-    # Python's $ also matches before a final newline and its \w is Unicode: align with ECMA-262
-    rx = re.compile(pattern.replace("(?<n>", "(?P<n>").replace("$", r"\Z"), re.ASCII)
+    # ECMA-262's reading: Python's with re.ASCII and $ only at the very end. On ASCII text it is
+    # the grammar's; with "é" (a word character to Python's re, not to ECMA-262) the grammar takes
+    # only what both readings match (the narrow reading, regex_parse.class_escape)
+    ecma = re.compile(pattern.replace("(?<n>", "(?P<n>").replace("$", r"\Z"), re.ASCII)
+    python = re.compile(pattern.replace("(?<n>", "(?P<n>"))
     rng = random.Random(pattern)
     alphabet = "abcxyz.0123 _-\nAB\u00e9"
     for _ in range(1500):
         s = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 6)))
-        assert dfa.accepts(s.encode()) == bool(rx.search(s)), (pattern, s)
+        both = bool(ecma.search(s)) and bool(python.search(s))
+        assert dfa.accepts(s.encode()) == (both if "\u00e9" in s else bool(ecma.search(s))), (pattern, s)
+
+
+ECMA_DOT = "[^\n\r\u2028\u2029]"
+
+
+def _ecma(pattern: str) -> re.Pattern:
+    """ECMA-262's reading of a pattern with Python's re: ASCII classes, `.` without \r, U+2028/9,
+    `$` at the very end only."""
+    return re.compile(re.sub(r"(?<!\\)\.", ECMA_DOT, pattern).replace("$", r"\Z"), re.ASCII)
+
+
+@pytest.mark.parametrize("pattern", [r"^\d+$", r"^\D+$", r"^\w+$", r"^\W+$", r"^a.b$", r"^[^\d]+$", r"^[^\W_]+$",
+                                     r"^(?!\d)\w+", r"ab$", r"^x\d", r"[\D]", r"^[a\d]{2}$"])
+def test_narrow_and_wide_readings_bound_ecma_and_python(pattern):
+    r"""ECMA-262 (the spec) reads `\d`/`\w` as ASCII, `.` as no line end, `$` at the very end;
+    Python's re (the record check) reads them wider. A value's pattern is read narrow: every string
+    it takes matches in both readings. A subtracted one (`not`, the keys outside patternProperties)
+    is read wide: every string either reading matches is in it, so what is left matches in neither."""
+    narrow = pattern_dfa(pattern, "p")
+    wide = pattern_dfa(pattern, "p", wide=True)
+    ecma, python = _ecma(pattern), re.compile(pattern)
+    rng = random.Random(pattern)
+    alphabet = "a1b_x-\u00e9\u0663\u00b2\r\n\u2028 "  # é a letter, ٣ a digit, ² neither: not ASCII
+    differ = 0
+    probes = ["a\rb", "a\u2028b", "ab\n", "x\u0663", "\u00e9", "\u0663", "\u00b2\u00b2", "\u0663\u0663"]
+    for s in probes + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 5))) for _ in range(3000)]:
+        body = json.dumps(s)[1:-1].encode()
+        e, p = bool(ecma.search(s)), bool(python.search(s))
+        assert not narrow.accepts(body) or (e and p), (pattern, s)
+        assert wide.accepts(body) or not (e or p), (pattern, s)
+        differ += narrow.accepts(body) != wide.accepts(body)
+    assert differ  # each pattern here is one the two readings tell apart
+
+
+PROBE_STRINGS = ["ab", "a\nb", "a\rb", "ab\n", "k", "k\n", "1", "12", "\u0663", "1\u0663", "\u00e9", "--", "x", "-\u00e9"]
+
+
+@pytest.mark.parametrize("schema,kept", [
+    ({"type": "string", "pattern": "^\\W+$"}, ["--"]),
+    ({"type": "string", "pattern": "^[^\\d]+$"}, ["ab", "\u00e9"]),
+    ({"type": "string", "not": {"pattern": "^\\d+$"}}, ["ab", "x"]),
+    ({"type": "string", "not": {"pattern": "^ab$"}}, ["a\nb", "x"]),
+    ({"type": "string", "not": {"pattern": "^a.b$"}}, ["ab", "a\nb"]),
+    ({"type": "object", "patternProperties": {"^\\d+$": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+     [{"1": "a", "x": 2}]),
+    ({"type": "object", "properties": {"\u0663": {}, "k\n": {}, "1": {}}, "patternProperties": {"^\\d$": {"type": "string"}},
+      "additionalProperties": False}, [{"1": "a"}]),  # declared keys: matched as the check matches them
+])
+def test_patterns_never_let_through_what_the_check_refuses(schema, kept):
+    """Python's re (jsonschema's check) reads `\\d`, `\\W`, `.` and `$` wider than ECMA-262: "\u0663" is
+    a digit to it, "é" a word character, "ab\\n" ends in `ab$`, "a\\rb" matches `a.b`. ECMA-262's
+    reading alone let those through `not` and `additionalProperties` (and `\\W` took "é"). (A key
+    pattern is read wide for `\\d`/`\\w` only: a key with a line break can still differ.)"""
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    check = jsonschema.Draft202012Validator(schema)
+    values = PROBE_STRINGS if schema["type"] == "string" else (
+        [{k: v} for k in PROBE_STRINGS for v in ("a", 2)] + [{"1": "a", "x": 2}, {"k": "a", "x": 2}, {"1": 2}])
+    for value in values:
+        if program.accepts(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()):
+            assert check.is_valid(value), (schema, value)
+    for value in kept:  # what both readings allow is still allowed
+        assert program.accepts(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()), value
+
+
+def test_a_tempered_token_is_read_wide_too():
+    """`((?!x).)*$` is read only right before the end; read wide (subtracted under `not`), its `.`
+    takes \\r too, and its `$` stays the very end (a lookahead's branch keeps ECMA-262's `$`)."""
+    program = compile_program({"type": "string", "not": {"pattern": "^((?!ab).)*$"}}, GrammarOptions()).program
+    for value, ok in [("ab", True), ("-ab-", True), ("k", False), ("a\rb", False), ("", False)]:
+        assert program.accepts(json.dumps(value).encode()) == ok, value
 
 
 @pytest.mark.parametrize("pattern", [r"^\s+$", r"^\S+$", r"^a\sb$", r"^[\s1]+$", r"^[^\s]+$", r"\s"])

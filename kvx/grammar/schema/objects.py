@@ -22,6 +22,7 @@ from kvx.grammar.schema import strings
 from kvx.grammar.schema.containers import Body
 from kvx.grammar.schema.key_names import body_without_names
 from kvx.grammar.schema.refs import escape
+from kvx.grammar.schema.regex_parse import reads_classes
 from kvx.grammar.schema.scalars import count_keyword
 from kvx.grammar.schema.values import dumps
 
@@ -221,11 +222,16 @@ class ObjectBody(Body):
         regions = [(frozenset(), any_key_body())]
         max_states = self.s.scalars.max_states
         for pat in patterns:
+            # a key matching the pattern in one reading only (regex_parse.pattern_dfa) is in no
+            # region; read wide only for \d and \w (a key "größe" against `^\w+$`): wide `.` and `$`
+            # differ on line breaks alone, and a second automaton for every `$` cost 7% of the compile
             dfa = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties")
+            wide = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties", wide=True) \
+                if reads_classes(pat) else dfa
             split = []
             for chosen, keys in regions:
                 inside = None if dfa is None else product(keys, dfa, "and", max_states)
-                outside = keys if dfa is None else product(keys, dfa, "minus", max_states)
+                outside = keys if wide is None else product(keys, wide, "minus", max_states)
                 split += [(chosen | {pat}, inside)] if inside is not None else []
                 split += [(chosen, outside)] if outside is not None else []
             if len(split) > MAX_REGIONS:

@@ -16,6 +16,7 @@ Lookbehinds, backreferences, other inline flags and \\p{...} raise UnsupportedSc
 """
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from kvx.grammar.schema import charset as cs
@@ -23,7 +24,7 @@ from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES
-from kvx.grammar.schema import strings, word_bounds
+from kvx.grammar.schema import python_classes, strings, word_bounds
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.anchors import (has_anchor, loosened, opening_anchored_looks, split_edge, strip_all,
                                        without_impossible)
@@ -36,8 +37,20 @@ WORD = cs.normalise([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
 SPACE = cs.normalise([(0x09, 0x0D), (0x1C, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),
                       (0x2000, 0x200A), (0x2028, 0x2029), (0x202F, 0x202F), (0x205F, 0x205F), (0x3000, 0x3000)])
 DOT = cs.subtract(cs.ANY, cs.normalise([(0x0A, 0x0A), (0x0D, 0x0D), (0x2028, 0x2029)]))
-CLASS_ESCAPES = {"d": DIGITS, "D": cs.complement(DIGITS), "w": WORD, "W": cs.complement(WORD),
-                 "s": SPACE, "S": cs.complement(SPACE)}
+PYTHON_DOT = cs.subtract(cs.ANY, ((0x0A, 0x0A),))
+CLASS_ESCAPES = frozenset("dDwWsS")
+
+
+def class_escape(letter: str, wide: bool) -> tuple:
+    r"""The code points of `\d`, `\W`, ... ECMA-262 reads `\d` and `\w` as ASCII, Python's re (the
+    record check) as Unicode: read narrow, a class holds what both put in it, read wide, what
+    either may (python_classes), for a pattern whose matches are subtracted (`not`, the keys
+    outside patternProperties). `\s` is Python's in both."""
+    if letter in "sS":
+        return SPACE if letter == "s" else cs.complement(SPACE)
+    return python_classes.reading(letter, wide)
+
+
 CONTROL_ESCAPES = {"t": 0x09, "n": 0x0A, "v": 0x0B, "f": 0x0C, "r": 0x0D}
 FLAGS = "imsxauL"  # inline flag letters Python's `re` knows (i and s are read, the others refused)
 
@@ -51,9 +64,10 @@ class _Parser:
     ('cls', ranges) ('cat', items) ('alt', items) ('rep', node, lo, hi) ('bol',) ('eol',)
     ('look', positive, node) (a lookahead)."""
 
-    def __init__(self, src: str):
+    def __init__(self, src: str, wide: bool = False):
         self.src = src
         self.i = 0
+        self.wide = wide  # class_escape's reading; flipped inside `[^...]` and `(?!...)`
         self.ignore_case = False  # (?i): Python's and Rust's inline flag, not ECMA-262's
         self.dot_all = False  # (?s): `.` matches line ends too
 
@@ -132,8 +146,8 @@ class _Parser:
             return ("bol",)
         if c == "$":
             return ("eol",)
-        if c == ".":
-            return ("cls", cs.ANY if self.dot_all else DOT)
+        if c == ".":  # ECMA-262's `.` leaves out \r, U+2028 and U+2029 too, Python's only \n
+            return ("cls", cs.ANY if self.dot_all else PYTHON_DOT if self.wide else DOT)
         if c == "(":
             if self.peek() == "?":
                 self.take()
@@ -141,7 +155,9 @@ class _Parser:
                     return self._flagged()
                 kind = self.take() if self.peek() is not None else ""
                 if kind in ("=", "!"):
+                    self.wide ^= kind == "!"  # what must not follow is read the other way
                     inner = self.alternation()
+                    self.wide ^= kind == "!"
                     if self.peek() != ")":
                         raise PatternError("missing ')'")
                     self.take()
@@ -213,7 +229,7 @@ class _Parser:
             raise PatternError("trailing backslash")
         c = self.take()
         if c in CLASS_ESCAPES:
-            return ("cls", CLASS_ESCAPES[c])
+            return ("cls", class_escape(c, self.wide))
         if c in CONTROL_ESCAPES:
             return ("cls", ((CONTROL_ESCAPES[c],) * 2,))
         if c == "b" and in_class:
@@ -260,6 +276,7 @@ class _Parser:
         negate = self.peek() == "^"
         if negate:
             self.take()
+            self.wide = not self.wide  # the members of a negated class are what is left out
         ranges: list = []
         categories: list = []  # `\d`, `\W`...: not case-folded under (?i), as Python's re reads them
         first = True
@@ -286,7 +303,10 @@ class _Parser:
             else:
                 ranges.extend(lo)
         out = cs.union(cs.case_closed(ranges) if self.ignore_case else ranges, categories)
-        return cs.complement(out) if negate else out
+        if negate:
+            self.wide = not self.wide
+            return cs.complement(out)
+        return out
 
     def _class_atom(self) -> tuple:
         c = self.take()
@@ -312,12 +332,14 @@ def _to_ast(node, encode) -> ra.Node:
     raise PatternError("anchor in the middle of a pattern")
 
 
-def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Node:
+def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES, wide: bool = False) -> ra.Node:
     """The top-level branches, each as the strings holding a match of it, grouped by how they are
     anchored: `en|de|ru|...` is one `.*(en|de|ru|...).*`, not a union of ten searches (a union the
     subset construction tracks branch by branch: 3^10 states before minimising). A branch with a
-    lookahead is written with its rest (lookaheads.with_rest)."""
+    lookahead is written with its rest (lookaheads.with_rest). `wide`: a closing `$` also holds
+    before a final newline, as in Python's re (not in a branch with a lookahead)."""
     anything = ra.star(encode(cs.ANY))
+    closing = ra.alt(ra.EMPTY, encode(cs.of("\n"))) if wide else ra.EMPTY
     groups: dict[tuple[bool, bool], list] = {}
     looked = []
     spelling = Spelling(to_ast=lambda t: _to_ast(t, encode), any_char=encode(cs.ANY), max_states=max_states,
@@ -337,7 +359,7 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
                 raise PatternError("anchor in the middle of a pattern")
         branch = loosened(branch, at_start, at_end)
         if has_lookahead(branch):
-            end = ra.EMPTY if at_end else anything
+            end = ra.EMPTY if at_end else anything  # `$` as ECMA-262 reads it: the tempered token ends the string
             try:
                 if split is None:
                     looked.append(ra.seq(ra.EMPTY if at_start else anything, with_rest(branch, end, spelling)))
@@ -349,7 +371,7 @@ def _searched_tree(tree, encode, max_states: int = DEFAULT_MAX_STATES) -> ra.Nod
                 raise PatternError(str(err)) from None
         else:
             groups.setdefault((at_start, at_end), []).append(_to_ast(branch, encode))
-    return ra.alt(*(ra.seq(ra.EMPTY if at_start else anything, ra.alt(*bodies), ra.EMPTY if at_end else anything)
+    return ra.alt(*(ra.seq(ra.EMPTY if at_start else anything, ra.alt(*bodies), closing if at_end else anything)
                     for (at_start, at_end), bodies in groups.items()), *looked)
 
 
@@ -372,10 +394,10 @@ def pattern_ast(pattern: str, encode=strings.json_char) -> ra.Node:
     return ra.NOTHING if dfa is None else ra.Embed(dfa)
 
 
-def _tree_dfa(tree, encode, max_states: int):
+def _tree_dfa(tree, encode, max_states: int, wide: bool = False):
     """The automaton of the strings holding a match of the parse tree; its word boundaries, marked
     where they sit, resolved by word_bounds (not beside a lookahead, whose rest has no markers)."""
-    dfa = fast_compile(_searched_tree(tree, encode, max_states), max_states)
+    dfa = fast_compile(_searched_tree(tree, encode, max_states, wide), max_states)
     if not holds(tree, ("wordb",), in_lookaheads=True):
         return dfa
     if holds(tree, ("look",)):
@@ -404,19 +426,25 @@ def _relaxed(node):
     return node
 
 
-def _pattern_dfa(pattern: str, max_states: int, relax: bool = False):
-    tree = _Parser(pattern).parse()
-    return _tree_dfa(_relaxed(tree) if relax else tree, strings.json_char, max_states)
+def _pattern_dfa(pattern: str, max_states: int, relax: bool, wide: bool):
+    tree = _Parser(pattern, wide).parse()
+    return _tree_dfa(_relaxed(tree) if relax else tree, strings.json_char, max_states, wide)
 
 
-def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: bool = False):
+def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: bool = False, wide: bool = False):
     """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can. With
     `relax`, a pattern past the cap gives its relaxed language instead (a superset, see RELAX_OVER):
-    for a value's own pattern, never for a set that is subtracted or that sorts keys."""
+    for a value's own pattern, never for a set that is subtracted or that sorts keys.
+
+    Read narrow (the default), it holds the values both ECMA-262 and Python's re (the record
+    check) find a match in: what a value may be. Read `wide`, those either finds one in: what is
+    subtracted (`not: {pattern}`, the keys outside patternProperties), so that what is left matches
+    in neither reading. See class_escape and _searched_tree."""
     try:
-        dfa, err = _compiled(pattern, max_states, False)
+        wide = wide and reading_matters(pattern)
+        dfa, err = _compiled(pattern, max_states, False, wide)
         if err is not None and relax:
-            relaxed, still = _compiled(pattern, max_states, True)
+            relaxed, still = _compiled(pattern, max_states, True, wide)
             if still is None:
                 return relaxed
     except PatternError as e:
@@ -431,13 +459,29 @@ def is_relaxed(pattern: str, max_states: int) -> bool:
     return _compiled(pattern, max_states, False)[1] is not None and _compiled(pattern, max_states, True)[1] is None
 
 
+CLASS_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[dDwW]")  # an unescaped \d, \D, \w or \W
+
+
+def reads_classes(pattern: str) -> bool:
+    r"""Whether `pattern` holds a `\d`, `\D`, `\w` or `\W`, whose readings differ on non-ASCII digits
+    and letters (a key's likely difference; `.` and `$` differ only on line breaks)."""
+    return CLASS_ESCAPE.search(pattern) is not None
+
+
+@lru_cache(maxsize=1024)
+def reading_matters(pattern: str) -> bool:
+    """Whether the wide reading of `pattern` differs from its narrow one."""
+    tree = _Parser(pattern).parse()
+    return holds(tree, ("eol",)) or _Parser(pattern, wide=True).parse() != tree
+
+
 @lru_cache(maxsize=512)
-def _compiled(pattern: str, max_states: int, relax: bool) -> tuple:
+def _compiled(pattern: str, max_states: int, relax: bool, wide: bool = False) -> tuple:
     """(the DFA, None) or (None, the cap's TooLarge). A deadline that passes propagates
     (deadline.check), so only the cap's verdicts are cached; the relaxed form is only built for a
     caller that takes it."""
     try:
-        return _pattern_dfa(pattern, max_states, relax), None
+        return _pattern_dfa(pattern, max_states, relax, wide), None
     except TooLarge as err:
         deadline.check()
         return None, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -241,9 +242,22 @@ class Scalars:
         return any(in_region(k) and not self.satisfies(v, failing, spec["fails"]) for k, v in value.items())
 
     def matches(self, pattern: str, text: str, ptr: str = "") -> bool:
-        """Does the decoded string `text` hold a match of `pattern`, as the grammar reads patterns?"""
-        d = self._pattern(pattern, ptr)
-        return d is not None and d.accepts(_written(text))
+        """Does the decoded string `text` hold a match of `pattern`, as the record check reads it?
+        Yes where the narrow reading takes it (both ECMA-262 and Python's re match), no where the
+        wide one does not (neither does), and Python's re.search decides in between (a text with a
+        non-ASCII digit or letter, a \r, a final newline): a pattern that backtracks without end
+        on a long key is run only where it must be."""
+        written = _written(text)
+        narrow = self._pattern(pattern, ptr)
+        if narrow is not None and narrow.accepts(written):
+            return True
+        wide = self._pattern(pattern, ptr, wide=True)
+        if wide is None or not wide.accepts(written):
+            return False
+        try:
+            return re.search(pattern, text) is not None
+        except re.error:  # a pattern Python cannot read (the check refuses the schema): the narrow verdict
+            return False
 
     def _internal_ok(self, value, node: dict, but: str = "kvx:ref") -> bool:
         """`value` meets the piece's internal keywords, all but `but` (kvx:ref is a schema, a piece
@@ -451,9 +465,10 @@ class Scalars:
         from kvx.grammar.schema.regex_parse import pattern_dfa
 
         lo, hi, excluded = spec.lo, spec.hi, list(spec.excluded)
-        pattern = lambda p, relax=False: pattern_dfa(p, "pattern", self.max_states, relax=relax)
-        dfas = [pattern(p, True) for p in spec.patterns] + [format_dfa(f) for f in spec.formats]
-        minus = [pattern(p) for p in spec.not_patterns] + [format_dfa(f) for f in spec.not_formats]
+        dfas = [pattern_dfa(p, "pattern", self.max_states, relax=True) for p in spec.patterns]
+        dfas += [format_dfa(f) for f in spec.formats]
+        minus = [pattern_dfa(p, "pattern", self.max_states, wide=True) for p in spec.not_patterns]
+        minus += [format_dfa(f) for f in spec.not_formats]
         if excluded:
             spelled = ra.alt(*(ra.seq(*(strings.json_char(cs.of(c)) for c in v)) for v in excluded))
             minus.append(fast_compile(spelled, self.max_states))
@@ -465,15 +480,16 @@ class Scalars:
             dfas.insert(0, repeat(strings.ANY_CHAR.dfa, lo, hi, self.max_states))
         return self.combine(dfas, minus)
 
-    def _pattern(self, pattern, ptr: str, relax: bool = False) -> DFA | None:
+    def _pattern(self, pattern, ptr: str, relax: bool = False, wide: bool = False) -> DFA | None:
         """The pattern's DFA; `relax` (a string value's own pattern): past the state cap, its relaxed
-        language (regex_parse.RELAX_OVER), the pattern then said post-checked."""
+        language (regex_parse.RELAX_OVER), the pattern then said post-checked; `wide`: read for
+        subtracting (regex_parse.pattern_dfa)."""
         from kvx.grammar.schema.regex_parse import RELAX_OVER, is_relaxed, pattern_dfa
 
         if not isinstance(pattern, str):
             where = self.where(ptr)
             raise UnsupportedSchema(f"invalid schema: 'pattern' must be a string at {where}", "pattern", where)
-        dfa = pattern_dfa(pattern, f"{self.where(ptr)}/pattern", self.max_states, relax=relax)
+        dfa = pattern_dfa(pattern, f"{self.where(ptr)}/pattern", self.max_states, relax=relax, wide=wide)
         if relax and is_relaxed(pattern, self.max_states):
             self.notes.post_check("pattern", ptr, f"past the state cap: its repeats over {RELAX_OVER} written "
                                   "unbounded")
