@@ -154,10 +154,11 @@ def field_value(fields: dict[str, Any], name: str) -> str:
     return str(value)
 
 
-def field_list_budget(context: int, max_tokens: int) -> int:
-    """Tokens the schema's field list may take: half of what the context leaves beside the output,
-    so the record's text keeps the other half."""
-    return max(context - max_tokens, 0) // 2
+def field_list_budget(context: int) -> int:
+    """Tokens the schema's field list may take: half the context, so the record's text and its
+    output keep the other half. The model alone sets it: a resumed job (whose fingerprint holds
+    the model, not --max-tokens) gets the same prompt."""
+    return context // 2
 
 
 class PromptBuilder:

@@ -104,8 +104,7 @@ def fingerprint_of(a: ExtractArgs, schema: dict, spec: PromptSpec) -> Fingerprin
 
 def prompt_builder(a: ExtractArgs, spec: PromptSpec, schema: dict, runtime: Runtime) -> PromptBuilder:
     try:
-        budget = field_list_budget(runtime.max_model_len, a.max_tokens)
-        builder = PromptBuilder(spec, schema, runtime.tokenizer, budget)
+        builder = PromptBuilder(spec, schema, runtime.tokenizer, field_list_budget(runtime.max_model_len))
     except PromptError as e:
         raise ConfigError(f"--examples {a.examples}: {e}") from None
     except (TypeError, ValueError, UnicodeError) as e:  # the tokenizer refuses the system text

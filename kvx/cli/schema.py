@@ -54,12 +54,10 @@ def _read_schema(schema_path: str) -> dict:
 
 def prompt_report(schema: dict, tokenizer, context: int) -> dict:
     """The prompt part every record shares (system text + schema description) against the model's
-    context, as `kvx extract` builds it with its default --max-tokens: it refuses to start when that
-    leaves no room for the record."""
-    from kvx.job.settings import JobSettings
+    context, as `kvx extract` builds it: it refuses to start when that leaves no room for the record."""
     from kvx.prompts import PromptBuilder, PromptSpec, field_list_budget, shared_prompt_problem
 
-    builder = PromptBuilder(PromptSpec(), schema, tokenizer, field_list_budget(context, JobSettings.max_tokens))
+    builder = PromptBuilder(PromptSpec(), schema, tokenizer, field_list_budget(context))
     tokens = builder.shared_prefix_tokens()
     fields = builder.field_list
     return dict(prompt_tokens=tokens, context=context, prompt_problem=shared_prompt_problem(tokens, context, True),

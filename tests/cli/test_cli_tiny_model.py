@@ -220,7 +220,7 @@ def test_values_the_text_keeps_naming_win_with_mentions(tmp_path, tiny_gguf, cho
 def test_a_schema_described_past_the_context_is_shortened_not_refused(tmp_path, tiny_gguf, capsys):
     """A 512-token context (one token a byte): the whole field list of this schema is over 1,000
     tokens, which used to stop the run (exit 2, "past the model's context"). It is shortened to
-    half the room beside the output, the run goes on, and --stats and the summary say so."""
+    half the context, the run goes on, and --stats and the summary say so."""
     about = "a long explanation of what this field holds and where it comes from"
     schema = {**SCHEMA, "properties": {k: {**v, "description": about} for k, v in SCHEMA["properties"].items()}}
     schema["properties"].update({f"note{i}": {"type": "string", "maxLength": 3, "description": about} for i in range(9)})
