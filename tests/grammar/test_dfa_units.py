@@ -508,3 +508,33 @@ def test_batched_subset_states_match_nfa_route(monkeypatch, packed_from):
     assert any(ref.accepts(w) for w in samples) and not all(ref.accepts(w) for w in samples)
     for w in samples:
         assert fast.accepts(w) == ref.accepts(w), w
+
+
+@pytest.mark.parametrize("schema,kept", [
+    ({"type": "number", "not": {"type": "integer"}}, ["12.50", "-0.5", "0.0000001", "999999999.999999"]),
+    ({"type": "number", "exclusiveMaximum": 6}, ["5.99999999999999", "-12.5", "5"]),
+    ({"type": "number", "exclusiveMinimum": 0.1, "exclusiveMaximum": 0.3}, ["0.2", "0.10000000000001"]),
+    ({"type": "number", "not": {"const": 6}}, ["6.1", "5.99999999999999", "7"]),
+    ({"type": "number", "not": {"multipleOf": 3}}, ["6.5", "7", "-2"]),
+])
+def test_numbers_stay_apart_when_the_check_reads_them_as_floats(schema, kept):
+    """json.loads reads a number with a fraction as a float: 9033351000476249989215489763530.65 is
+    9.03e30, an integer to jsonschema (found by a token walk of `{"not": {"type": "integer"}}`);
+    5.99999999999999999 is 6.0, past `exclusiveMaximum: 6`, a multiple of 3, the excluded 6. Where
+    the check compares strictly, the grammar writes a fraction with at most 15 significant digits,
+    which reads back as itself (integers stay exact)."""
+    program = compile_program(schema, GrammarOptions()).program
+    check = jsonschema.Draft202012Validator(schema)
+    for text in ["9033351000476249989215489763530.65", "4503599627370496.5", "6.00000000000000001",
+                 "5.99999999999999999", "0.30000000000000001", "0.1000000000000000001"]:
+        if not check.is_valid(json.loads(text)):
+            assert not program.accepts(text.encode()), text
+    for text in kept:
+        assert check.is_valid(json.loads(text)) and program.accepts(text.encode()), text
+    rng = random.Random(json.dumps(schema))
+    for _ in range(20_000):
+        whole = str(rng.randrange(10 ** rng.randrange(1, 20)))
+        fraction = "".join(rng.choice("0123456789" if rng.random() < 0.5 else "09") for _ in range(rng.randrange(0, 22)))
+        text = f"{'-' * rng.randrange(2)}{whole}" + (f".{fraction}" if fraction else "")
+        if program.accepts(text.encode()):
+            assert check.is_valid(json.loads(text)), text

@@ -86,6 +86,25 @@ class StringSpec:
     excluded: tuple  # string values (negated enum/const)
 FRACTIONAL = ra.seq(ra.opt(ra.lit("-")), numbers.UINT, ra.lit("."), ra.star(numbers.DIGIT), numbers.NONZERO,
                     ra.star(numbers.DIGIT))
+# json.loads reads a number with a fraction as a float, and the check compares that float: written
+# with 30 digits, 5.999...9 is 6.0, past `exclusiveMaximum: 6`, equal to an excluded 6, a multiple
+# of 3, an integer. A decimal of at most 15 significant digits (DBL_DIG) reads back as itself, so
+# it stays apart from every other such decimal and from every integer: where the check would tell
+# them apart by a strict comparison, a number with a fraction keeps to 15 digits from its first
+# non-zero one (an integer stays exact: json.loads reads it as a Python int).
+SIGNIFICANT = 15
+_D = numbers.DIGIT
+ROUND_TRIP = ra.seq(ra.opt(ra.lit("-")), ra.alt(
+    numbers.UINT,
+    *(ra.seq(numbers.NONZERO, ra.rep(_D, k, k), ra.lit("."), ra.rep(_D, 1, SIGNIFICANT - 1 - k))
+      for k in range(SIGNIFICANT - 1)),
+    ra.seq(ra.lit("0."), ra.star(ra.lit("0")), ra.opt(ra.seq(numbers.NONZERO, ra.rep(_D, 0, SIGNIFICANT - 1)))),
+))
+
+
+@lru_cache(maxsize=4)
+def _round_trip(max_states: int) -> DFA:
+    return fast_compile(ROUND_TRIP, max_states)
 
 
 def count_keyword(node: dict, kw: str, where: str, default):
@@ -329,6 +348,8 @@ class Scalars:
                 langs.append(fast_compile(numbers.decimal_le(*hi), self.max_states))
             if fraction:
                 langs.append(fast_compile(FRACTIONAL, self.max_states))
+            if fraction or excluded or off_multiples or (lo is not None and lo[1]) or (hi is not None and hi[1]):
+                langs.append(_round_trip(self.max_states))
             if not langs:
                 langs.append(fast_compile(PLAIN_NUMBER, self.max_states))
         minus = [fast_compile(ra.alt(*(number_spellings(v) for v in excluded)))] if excluded else []
