@@ -30,8 +30,7 @@ from kvx.grammar.schema.anchors import (has_anchor, loosened, opening_anchored_l
                                        without_impossible)
 from kvx.grammar.schema.lookaheads import LookaheadError, Spelling, has_lookahead, holds, with_rest
 
-DIGITS = ((0x30, 0x39),)
-WORD = cs.normalise([(0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A)])
+WORD = python_classes.ASCII["w"]  # word boundaries read ASCII word characters in both readings
 # \s as Python's re reads it (the record check): ECMA-262's less U+FEFF, plus the separators
 # U+001C-001F and U+0085 (str.isspace). Read as ECMA-262, "2\ufeffhours" passed `^\d+\s(hours?)$`.
 SPACE = cs.normalise([(0x09, 0x0D), (0x1C, 0x20), (0x85, 0x85), (0xA0, 0xA0), (0x1680, 0x1680),

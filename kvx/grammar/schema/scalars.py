@@ -264,7 +264,7 @@ class Scalars:
         """Does the decoded string `text` hold a match of `pattern`, as the record check reads it?
         Yes where the narrow reading takes it (both ECMA-262 and Python's re match), no where the
         wide one does not (neither does), and Python's re.search decides in between (a text with a
-        non-ASCII digit or letter, a \r, a final newline): a pattern that backtracks without end
+        non-ASCII digit or letter, a \\r, a final newline): a pattern that backtracks without end
         on a long key is run only where it must be."""
         written = _written(text)
         narrow = self._pattern(pattern, ptr)
