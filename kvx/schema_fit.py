@@ -15,8 +15,8 @@ from typing import Callable
 from kvx.schema_text import FULL, Detail, TooLong, field_lines
 
 # Each step drops more; the first whose list fits is used.
-STEPS: tuple[tuple[Detail, str], ...] = (
-    (FULL, "whole"),
+STEPS: tuple[tuple[Detail, str | None], ...] = (
+    (FULL, None),
     (Detail(descriptions=160), "descriptions cut to 160 characters"),
     (Detail(descriptions=0, enum_values=12), "no descriptions, 12 enum values"),
     (Detail(descriptions=0, enum_values=12, depth=2), "no descriptions, 12 enum values, 3 levels"),
@@ -44,7 +44,7 @@ def fitted_field_list(schema: dict, count_tokens: Callable[[str], int], budget: 
         text = "\n".join(lines)
         tokens = count_tokens(text)
         if budget is None or tokens <= budget:
-            return FieldList(text, tokens, None if detail is FULL else how)
+            return FieldList(text, tokens, how)
     return _first_fields(schema, count_tokens, budget)
 
 

@@ -141,7 +141,7 @@ def run_extract(a: ExtractArgs) -> int:
 def check_room_for_a_record(max_tokens: int, runtime: Runtime) -> None:
     """--max-tokens below the shortest record the schema allows would cut every output (retried,
     then invalid, three generations a record): exit 2 before the work, naming what fits."""
-    shortest = runtime.shortest_record()
+    shortest = runtime.shortest_record
     if max_tokens < shortest:
         raise ConfigError(f"{{option}} {max_tokens} cannot hold the shortest record the schema allows: {shortest} "
                           "tokens of this model's (its end-of-text token included); give it at least that",

@@ -121,7 +121,7 @@ class Job:
         self.text_cut = TextCut.of(checker.validator.schema)
         self.codes = code_fields(checker.validator.schema) if settings.copy_codes else {}
         self._shaped = shaped_places(checker.validator.schema)  # strings whose digits the schema shapes (--copy-digits)
-        self._shortest = runtime.shortest_record()  # output tokens of the shortest valid record
+        self._shortest = runtime.shortest_record  # output tokens of the shortest valid record
         vocab = runtime.grammar.vocab if runtime.grammar is not None else None
         self._spelling = Spelling(vocab.token_bytes, vocab.hash) if vocab is not None else None  # the guards' tokens
 

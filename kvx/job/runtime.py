@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Callable
 
 from kvx.engine.api import Attention, Constraint, Dtype, EngineConfig, KVDtype
@@ -46,8 +47,10 @@ class Runtime:
             return None
         return lambda: grammar.matcher(max_tokens=max_tokens)
 
+    @cached_property
     def shortest_record(self) -> int:
-        """Output tokens the shortest record the grammar allows takes, EOS included (1 without one)."""
+        """Output tokens the shortest record the grammar allows takes, EOS included (1 without one);
+        worked out once (the start-up check and the job both read it)."""
         return 1 if self.grammar is None else self.grammar.matcher().min_tokens_to_finish()
 
 

@@ -18,7 +18,8 @@ from functools import lru_cache
 from kvx.grammar.schema import charset as cs
 
 ASCII = {"d": ((0x30, 0x39),), "w": ((0x30, 0x39), (0x41, 0x5A), (0x5F, 0x5F), (0x61, 0x7A))}
-WIDE = {"d": cs.union(ASCII["d"], ((0x660, cs.MAX_CP),)), "w": cs.union(ASCII["w"], ((0x80, cs.MAX_CP),))}
+WIDE = {"d": cs.intersect(cs.union(ASCII["d"], ((0x660, cs.MAX_CP),)), cs.ANY),
+        "w": cs.intersect(cs.union(ASCII["w"], ((0x80, cs.MAX_CP),)), cs.ANY)}
 SURELY_OUTSIDE_WITHIN = {"d": ((0, 0xFFFF),), "w": ((0, 0x7FF), (0x2000, 0x206F), (0x3000, 0x303F))}
 
 
@@ -26,7 +27,7 @@ def reading(letter: str, wide: bool) -> tuple:
     """The code points of the class escape `\\d`, `\\D`, `\\w` or `\\W`, read narrow or wide."""
     low, positive = letter.lower(), letter.islower()
     if positive:
-        return cs.intersect(WIDE[low], cs.ANY) if wide else ASCII[low]
+        return WIDE[low] if wide else ASCII[low]
     return cs.complement(ASCII[low]) if wide else surely_outside(low)
 
 
