@@ -6,6 +6,11 @@ Arrow type (mixed anyOf, free-form objects, recursion past MAX_DEPTH) is stored 
 value is ever lost or coerced into the wrong type. An object that allows keys it does not list
 (additionalProperties not false) gets one more string child, EXTRA: the unlisted keys as a JSON
 object text (null when there are none), so a Parquet row holds what the JSONL row holds.
+
+A valid value its column cannot hold exactly (an integer past int64, an integer a float64 would
+round, a string where `properties` without `type` gave a struct) raises DoesNotFit naming its JSON
+pointer, instead of being stored as null or rounded: the job retries the record, then writes the
+reason in the row's error (kvx/job/job.py).
 """
 from __future__ import annotations
 
@@ -16,43 +21,79 @@ from typing import Any, Callable
 import pyarrow as pa
 
 from kvx.grammar.errors import UnsupportedSchema
-from kvx.grammar.schema.refs import Document
+from kvx.grammar.schema.refs import Document, escape
 
 MAX_DEPTH = 8  # recursive $refs become JSON text below this
 EXTRA = "_extra"  # the struct child holding an open object's unlisted keys (underscores added on a clash)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
+class DoesNotFit(ValueError):
+    """A value its Parquet column cannot hold exactly; the message names its JSON pointer."""
+
+    def __init__(self, where: str, what: str):
+        super().__init__(f"the value at {where or '/'} {what}: the Parquet output cannot hold it "
+                         f"(a .jsonl output can)")
+
+
 @dataclass
 class Column:
     type: pa.DataType
-    convert: Callable[[Any], Any]  # JSON value -> Python value Arrow accepts for `type`
+    # (JSON value, its JSON pointer) -> the Python value Arrow stores for `type`; DoesNotFit if none holds it
+    convert: Callable[[Any, str], Any]
+
+    def stored(self, record: Any) -> Any:
+        """The record as this column stores it; DoesNotFit (naming the place) if it cannot hold it exactly."""
+        return self.convert(record, "")
 
 
-def _as_json(v: Any) -> Any:
+def _as_json(v: Any, where: str = "") -> Any:
     return None if v is None else json.dumps(v, ensure_ascii=False)
 
 
-def _as_str(v: Any) -> Any:
+def _as_str(v: Any, where: str = "") -> Any:
     return v if v is None or isinstance(v, str) else _as_json(v)
 
 
-def _as_int(v: Any) -> Any:
-    ok = isinstance(v, int) and not isinstance(v, bool) and INT64_MIN <= v <= INT64_MAX
-    return v if ok else None
+def _shown(v: Any) -> str:
+    text = _as_json(v)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _as_float(v: Any) -> Any:
-    if not isinstance(v, (int, float)) or isinstance(v, bool):
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _as_int(v: Any, where: str) -> Any:
+    if v is None:
         return None
+    if isinstance(v, float) and v.is_integer():  # 2.0 is an integer to JSON Schema
+        v = int(v)
+    if not (_is_number(v) and isinstance(v, int)):
+        raise DoesNotFit(where, f"({_shown(v)}) is not an integer")
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise DoesNotFit(where, f"({_shown(v)}) is past int64")
+    return v
+
+
+def _as_float(v: Any, where: str) -> Any:
+    if v is None:
+        return None
+    if not _is_number(v):
+        raise DoesNotFit(where, f"({_shown(v)}) is not a number")
     try:
-        return float(v)
-    except OverflowError:  # an integer past float64 (10**400): null, as an integer past int64 is
-        return None
+        f = float(v)
+    except OverflowError:  # an integer past float64 (10**400)
+        raise DoesNotFit(where, f"({_shown(v)}) is past float64") from None
+    if f != v:  # an integer past 2**53 that float64 would round
+        raise DoesNotFit(where, f"({_shown(v)}) would be rounded by float64")
+    return f
 
 
-def _as_bool(v: Any) -> Any:
-    return v if isinstance(v, bool) else None
+def _as_bool(v: Any, where: str) -> Any:
+    if v is not None and not isinstance(v, bool):
+        raise DoesNotFit(where, f"({_shown(v)}) is not a boolean")
+    return v
 
 
 JSON_TEXT = Column(pa.string(), _as_json)
@@ -105,8 +146,12 @@ class _Columns:
     def list_column(self, schema: dict, depth: int, where: str) -> Column:
         items = self.of(schema.get("items", True), depth + 1, where)
 
-        def convert(v: Any) -> Any:
-            return [items.convert(x) for x in v] if isinstance(v, list) else None
+        def convert(v: Any, where: str) -> Any:
+            if v is None:
+                return None
+            if not isinstance(v, list):
+                raise DoesNotFit(where, "is not an array")
+            return [items.convert(x, f"{where}/{i}") for i, x in enumerate(v)]
 
         # "element" is the item name Parquet stores, so parts read back have exactly this type
         return Column(pa.list_(pa.field("element", items.type)), convert)
@@ -118,10 +163,12 @@ class _Columns:
         children = {name: self.of(sub, depth + 1, where) for name, sub in props.items()}
         extra = _extra_name(children) if _is_open(schema) else None
 
-        def convert(v: Any) -> Any:
-            if not isinstance(v, dict):
+        def convert(v: Any, where: str) -> Any:
+            if v is None:
                 return None
-            out = {name: col.convert(v.get(name)) for name, col in children.items()}
+            if not isinstance(v, dict):
+                raise DoesNotFit(where, "is not an object")
+            out = {name: col.convert(v.get(name), f"{where}/{escape(name)}") for name, col in children.items()}
             if extra is not None:
                 rest = {k: x for k, x in v.items() if k not in children}
                 out[extra] = json.dumps(rest, ensure_ascii=False) if rest else None

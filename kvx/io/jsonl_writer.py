@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from kvx.errors import ConfigError, KvxError, OutputClosed
 from kvx.io.commit_policy import BufferedWriter, CommitPolicy
@@ -39,6 +39,9 @@ class JsonlWriter(BufferedWriter):
             self._file = open(self.path, "ab" if resume else "wb")
         except OSError as e:
             raise ConfigError(f"{self.path}: cannot write the output ({e.strerror or e})") from None
+
+    def unfit(self, record: Any) -> str | None:
+        return None  # JSON holds every JSON value
 
     def add(self, row: OutputRow) -> int:
         line = json.dumps(row.to_dict(), ensure_ascii=False, separators=(", ", ": "))

@@ -14,12 +14,13 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kvx.errors import ConfigError, OutputError, one_line
-from kvx.io.arrow_schema import Column, output_schema, ungrounded_entries
+from kvx.io.arrow_schema import Column, DoesNotFit, output_schema, ungrounded_entries
 from kvx.io.commit_policy import BufferedWriter, CommitPolicy, fsync_dir
 from kvx.io.done_rows import DoneRows
 from kvx.io.fingerprint import Fingerprint
@@ -56,9 +57,16 @@ class ParquetWriter(BufferedWriter):
         except OSError as e:
             raise ConfigError(f"{self.path}: cannot write the output ({e.strerror or e})") from None
 
+    def unfit(self, record: Any) -> str | None:
+        try:
+            self.record.stored(record)
+        except DoesNotFit as e:
+            return str(e)
+        return None
+
     def add(self, row: OutputRow) -> int:
         d = row.to_dict()
-        d["record"] = self.record.convert(d["record"])
+        d["record"] = self.record.stored(d["record"])  # the job checked it with unfit()
         d["ungrounded"] = ungrounded_entries(d["ungrounded"])
         return self._buffer(d)
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from kvx.errors import ConfigError, KvxError
 from kvx.io.arrow_schema import column_for
@@ -19,6 +19,8 @@ class RowWriter(Protocol):
     failed: KvxError | None  # set once a commit failed; nothing is written after it
 
     def add(self, row: OutputRow) -> int: ...  # rows committed by this call (0 = buffered)
+
+    def unfit(self, record: Any) -> str | None: ...  # why this output cannot hold a valid record exactly
 
     def commit(self) -> int: ...
 

@@ -35,8 +35,8 @@ from kvx.job.validation import RecordChecker
 from kvx.channel import ChannelHook, ChannelScores, collect, enum_fields, point_owners, scoring_requests
 from kvx.copy_check import CopyCheck, CopyGuard
 from kvx.cut_text import TextCut
-from kvx.grounding import Grounding
-from kvx.record_fields import pointer
+from kvx.grounding import Grounding, UngroundedValue
+from kvx.record_fields import Place, pointer
 from kvx.code_spans import CodeGuard, CodeSpans, code_fields
 from kvx.digit_guard import DigitGuard, shaped_places
 from kvx.json_cursor import JsonCursor
@@ -338,14 +338,11 @@ class Job:
             return
         value, problem = self.checker.check(result.text, result.finish_reason)
         if problem is None:
-            value, ungrounded = self._ground(value, attempt.text)
-            value = self._cut(value)
-            self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
-            if attempt.codes is not None:
-                self.outcome.code_records += 1
-                self.outcome.codes_copied += attempt.codes.copied(value)
-            self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage,
-                                                  ungrounded))
+            found = self.grounding.ungrounded(value, attempt.text)
+            value, cut = self._cut(self._nulled(value, found))
+            problem = self.sink.writer.unfit(value)  # a Parquet column's limits (an integer past int64)
+        if problem is None:
+            self._write_ok(attempt, value, found, cut)
         elif attempt.number < self.settings.retries:
             attempt.number += 1
             self.outcome.retries += 1
@@ -354,32 +351,41 @@ class Job:
             row = OutputRow(record.id, "invalid", None, record.message(problem), attempt.number + 1, attempt.usage)
             self.sink.put(record.index, row)
 
-    def _ground(self, record: Any, text: str) -> tuple[Any, dict[str, Any] | None]:
-        """The record with its ungrounded values counted, and set to null under `--ungrounded null`
-        (kept if null would break the schema, e.g. a `oneOf` that two branches then match); and
-        those values by JSON pointer, for the row's `ungrounded` column."""
-        found = self.grounding.ungrounded(record, text)
-        if not found:
-            return record, None
-        self.outcome.ungrounded_records += 1
-        self.outcome.ungrounded_fields.update({pointer(f.pattern) for f in found})
-        values = {pointer(f.path): f.value for f in found}
-        if self.settings.ungrounded == "keep":
-            return record, values
-        nulled = self.grounding.nulled(record, [f.path for f in found])
-        return (nulled if self.checker.problem(nulled) is None else record), values
+    def _write_ok(self, attempt: Attempt, value: Any, found: list[UngroundedValue], cut: list[Place]) -> None:
+        """Writes a valid record's row and counts what was done to it (ok records only)."""
+        ungrounded = None
+        if found:
+            self.outcome.ungrounded_records += 1
+            self.outcome.ungrounded_fields.update({pointer(f.pattern) for f in found})
+            ungrounded = {pointer(f.path): f.value for f in found}
+        if cut:
+            self.outcome.cut_records += 1
+            self.outcome.cut_fields.update(set(map(pointer, cut)))
+        self._check_copies(value, attempt.text)  # what is written: a nulled copy is no copy
+        if attempt.codes is not None:
+            self.outcome.code_records += 1
+            self.outcome.codes_copied += attempt.codes.copied(value)
+        record = attempt.record
+        self.sink.put(record.index, OutputRow(record.id, "ok", value, None, attempt.number + 1, attempt.usage,
+                                              ungrounded))
 
-    def _cut(self, record: Any) -> Any:
-        """The record with free text the grammar cut at its maxLength ended at its last full sentence
-        (`--cut-text sentence`), unless that would break the schema."""
-        if self.settings.cut_text == "keep":
+    def _nulled(self, record: Any, found: list[UngroundedValue]) -> Any:
+        """The record with its ungrounded values set to null under `--ungrounded null` (kept if null
+        would break the schema, e.g. a `oneOf` that two branches then match)."""
+        if not found or self.settings.ungrounded == "keep":
             return record
+        nulled = self.grounding.nulled(record, [f.path for f in found])
+        return nulled if self.checker.problem(nulled) is None else record
+
+    def _cut(self, record: Any) -> tuple[Any, list[Place]]:
+        """The record with free text the grammar cut at its maxLength ended at its last full sentence
+        (`--cut-text sentence`), unless that would break the schema; and the places so ended."""
+        if self.settings.cut_text == "keep":
+            return record, []
         cut, where = self.text_cut.cut(record)
         if not where or self.checker.problem(cut) is not None:
-            return record
-        self.outcome.cut_records += 1
-        self.outcome.cut_fields.update(set(map(pointer, where)))
-        return cut
+            return record, []
+        return cut, where
 
     def _check_copies(self, record: Any, text: str) -> None:
         if self.copy_check is None:

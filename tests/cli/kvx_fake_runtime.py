@@ -11,6 +11,7 @@ Tokens are Unicode code points. Per record text markers choose the behaviour:
   FAKE:overflow      every attempt answers a record whose number overflows a float (1e999: inf to json.loads)
   FAKE:name          the answer names the customer "Ada Lovelace" (whether the text does or not)
   FAKE:long          the summary runs into the ticket schema's maxLength (160) mid-sentence: LONG_SUMMARY
+  FAKE:bigint        the record has one key more, "order_number": 2**70 (an integer past int64)
 Otherwise the answer is a valid support-ticket record. Results come back in a scrambled order
 (windows of 4, reversed), like a real continuous-batching engine. KVX_FAKE_DELAY (seconds) slows
 each result down so a test can kill the process mid-run.
@@ -75,6 +76,8 @@ def answer(user_text: str, temperature: float) -> tuple[str, str]:
         record["summary"] = (record["summary"] + " ticket")[:60]
     if "FAKE:long" in user_text:
         record["summary"] = LONG_SUMMARY
+    if "FAKE:bigint" in user_text:
+        record["order_number"] = 2**70
     return json.dumps(record), "stop"
 
 

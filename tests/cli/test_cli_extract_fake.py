@@ -132,6 +132,28 @@ def test_parquet_output_has_schema_types(tmp_path):
         jsonschema.validate({k: v for k, v in row["record"].items() if v is not None or k in ("product",)}, SCHEMA)
 
 
+def test_a_value_parquet_cannot_hold_is_retried_then_named_never_stored_as_null(tmp_path):
+    schema = json.loads(TICKET_SCHEMA.read_text())
+    schema["properties"]["order_number"] = {"type": "integer"}  # valid past int64 too
+    schema_path = tmp_path / "schema.json"
+    schema_path.write_text(json.dumps(schema))
+    src = write_jsonl(tmp_path / "in.jsonl", [{"id": "a", "text": "refund order 7"},
+                                              {"id": "big", "text": "FAKE:bigint refund it"}])
+
+    def run(out):
+        return main(["extract", str(src), "--schema", str(schema_path), "-o", str(tmp_path / out), "-q", "--ordered"])
+
+    assert run("out.parquet") == 1
+    rows = {r["id"]: r for r in pq.read_table(tmp_path / "out.parquet").to_pylist()}
+    assert rows["a"]["status"] == "ok"
+    big = rows["big"]
+    assert big["status"] == "invalid" and big["record"] is None and big["attempts"] == 3
+    assert big["error"] == ("line 2 (id big): the value at /order_number (1180591620717411303424) is past int64: "
+                            "the Parquet output cannot hold it (a .jsonl output can)")
+    assert run("out.jsonl") == 0  # JSON holds it: the same record is kept whole
+    assert read_jsonl(tmp_path / "out.jsonl")[1]["record"]["order_number"] == 2**70
+
+
 def test_prompt_options_reach_the_engine(tmp_path, monkeypatch):
     import kvx_fake_runtime
 

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kvx.io.arrow_schema import column_for
+from kvx.io.arrow_schema import DoesNotFit, column_for
 from kvx.io.parquet_writer import MERGED_KEY, ParquetWriter, merge_parts, parts_dir
 from kvx.io.fingerprint import job_fingerprint
 from kvx.io.records import OutputRow, RowUsage
@@ -36,10 +36,30 @@ def test_mixed_and_free_form_values_kept_as_json_text():
         "v": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
         "n": {"anyOf": [{"type": "integer"}, {"type": "number"}]},
         "free": {"type": "object"},
-        "big": {"type": "integer"}, "huge": {"type": "number"}}})
-    assert col.convert({"v": 3, "n": 2, "free": {"a": [1]}, "big": 2**70, "huge": 10**400}) == {
-        "v": "3", "n": 2.0, "free": '{"a": [1]}', "big": None, "huge": None,
-        "_extra": None}  # open object: no extra keys here; past int64 / float64: null, not a crash
+        "whole": {"type": "integer"}, "big": {"type": "integer"}, "exact": {"type": "number"}}})
+    assert col.stored({"v": 3, "n": 2, "free": {"a": [1]}, "whole": 2.0, "big": 2**63 - 1, "exact": 2**60}) == {
+        "v": "3", "n": 2.0, "free": '{"a": [1]}', "whole": 2,  # 2.0 is an integer to JSON Schema
+        "big": 2**63 - 1, "exact": float(2**60),  # the edges: int64's largest; a float64 holds 2**60 exactly
+        "_extra": None}  # open object: no extra keys here
+
+
+@pytest.mark.parametrize("schema, value, where, what", [
+    ({"type": "integer"}, 2**63, "/x/1", "(9223372036854775808) is past int64"),
+    ({"type": "integer"}, -(2**63) - 1, "/x/1", "is past int64"),
+    ({"type": "number"}, 10**400, "/x/1", "is past float64"),
+    ({"type": "number"}, 2**53 + 1, "/x/1", "(9007199254740993) would be rounded by float64"),
+    ({"anyOf": [{"type": "integer"}, {"type": "number"}]}, 2**53 + 1, "/x/1", "would be rounded"),
+    ({"properties": {"a": {"type": "string"}}}, "no type: any value", "/x/1", "is not an object"),
+    ({"type": "integer"}, 1.5, "/x/1", "(1.5) is not an integer"),
+])
+def test_a_value_its_column_cannot_hold_is_named_not_stored_as_null(schema, value, where, what):
+    col = column_for({"type": "object", "properties": {"x": {"type": "array", "items": schema}, "a~/b": schema}})
+    assert col.stored({"x": [None, None]})["x"] == [None, None]  # null stays null
+    with pytest.raises(DoesNotFit) as e:
+        col.stored({"x": [None, value]})
+    assert f"the value at {where} " in str(e.value) and what in str(e.value)
+    with pytest.raises(DoesNotFit, match="at /a~0~1b "):
+        col.stored({"a~/b": value})
 
 
 def rows(ids, status="ok"):
