@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from kvx.cli.main import main as kvx_main  # noqa: E402
 from kvx.job.validation import RecordChecker, load_schema  # noqa: E402
-from kvx.prompts import PromptBuilder, PromptSpec  # noqa: E402
+from kvx.prompts import PromptBuilder, PromptSpec, field_list_budget  # noqa: E402
 
 SAMPLES = REPO / "samples" / "tickets.jsonl"
 SCHEMA = REPO / "schemas" / "ticket.json"
@@ -67,7 +67,8 @@ def run_transformers(records: list[dict], max_tokens: int, batch: int) -> dict:
     model.eval()
     tok = load_tokenizer("smollm2-135m")
     schema = load_schema(str(SCHEMA))
-    builder = PromptBuilder(PromptSpec(), schema, tok)  # the same prompts kvx sends
+    # the same prompts kvx sends: its field list fitted to the same share of the same context
+    builder = PromptBuilder(PromptSpec(), schema, tok, field_list_budget(tok.context_length))
     checker = RecordChecker(schema)
     pad = tok.hf.pad_token_id if tok.hf.pad_token_id is not None else tok.eos_token_ids[0]
     valid = 0
