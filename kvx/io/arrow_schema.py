@@ -3,7 +3,9 @@
 strings -> string, integer -> int64, number -> float64, boolean -> bool, arrays -> list<...>,
 objects with properties -> struct<...>, string enums -> dictionary<int32, string>. What has no single
 Arrow type (mixed anyOf, free-form objects, recursion past MAX_DEPTH) is stored as JSON text, so no
-value is ever lost or coerced into the wrong type. An object that allows keys it does not list
+value is ever lost or coerced into the wrong type. A wide schema whose levels multiply (renovate's:
+properties that $ref definitions with properties that $ref...) is cut shallower, level by level,
+until its record type takes at most MAX_COLUMNS columns; the levels below are JSON text. An object that allows keys it does not list
 (additionalProperties not false) gets one more string child, EXTRA: the unlisted keys as a JSON
 object text (null when there are none), so a Parquet row holds what the JSONL row holds.
 
@@ -24,6 +26,9 @@ from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.refs import Document, escape
 
 MAX_DEPTH = 8  # recursive $refs become JSON text below this
+# columns built for one record type (anyOf branches count): past it the type is rebuilt a level
+# shallower (renovate's schema at depth 8 was a type of 162 MB of text after 136 s, or no memory)
+MAX_COLUMNS = 2_000
 EXTRA = "_extra"  # the struct child holding an open object's unlisted keys (underscores added on a clash)
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -107,17 +112,33 @@ ENUM = Column(pa.dictionary(pa.int32(), pa.string()), _as_str)
 
 
 def column_for(schema: Any) -> Column:
-    """The column of a record of `schema` (the whole document: its $refs resolve inside it)."""
-    return _Columns(schema).of(schema, 0, "")
+    """The column of a record of `schema` (the whole document: its $refs resolve inside it): the
+    deepest one, up to MAX_DEPTH levels, that takes at most MAX_COLUMNS columns."""
+    doc = Document(schema) if isinstance(schema, dict) else None  # the grammar's $ref resolution
+    for depth in range(MAX_DEPTH, -1, -1):
+        try:
+            return _Columns(doc, depth).of(schema, 0, "")
+        except _TooWide:
+            continue
+    return JSON_TEXT  # even the top level has too many properties: the record as JSON text
+
+
+class _TooWide(Exception):
+    pass
 
 
 class _Columns:
-    def __init__(self, root: Any):
-        self.doc = Document(root) if isinstance(root, dict) else None  # the grammar's $ref resolution
+    def __init__(self, doc: Document | None, max_depth: int):
+        self.doc = doc
+        self.max_depth = max_depth
+        self.built = 0
 
     def of(self, schema: Any, depth: int, where: str) -> Column:
         """`where`: the pointer of the last $ref target followed (refs resolve from its base URI)."""
-        if not isinstance(schema, dict) or depth > MAX_DEPTH:
+        self.built += 1
+        if self.built > MAX_COLUMNS:
+            raise _TooWide
+        if not isinstance(schema, dict) or depth > self.max_depth:
             return JSON_TEXT
         if isinstance(schema.get("$ref"), str) and self.doc is not None:
             try:
@@ -195,6 +216,8 @@ def _is_null_only(schema: Any) -> bool:
 
 def _merge(columns: list[Column]) -> Column:
     if not columns:
+        return JSON_TEXT
+    if JSON_TEXT in columns:  # a string beside JSON text would read back as the value it spells ("{}" as {})
         return JSON_TEXT
     kinds = {str(c.type) for c in columns}
     if len(kinds) == 1:

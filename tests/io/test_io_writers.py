@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from kvx.io.arrow_schema import DoesNotFit, column_for
+from kvx.io.arrow_schema import MAX_COLUMNS, DoesNotFit, column_for
 from kvx.io.parquet_writer import MERGED_KEY, ParquetWriter, merge_parts, parts_dir
 from kvx.io.fingerprint import job_fingerprint
 from kvx.io.records import OutputRow, RowUsage
@@ -189,3 +189,45 @@ def test_parquet_write_failure_stops_once_and_keeps_committed_parts(tmp_path, mo
     assert not out.exists() and len(list(parts_dir(out).glob("part-*.parquet"))) == 1
     monkeypatch.undo()
     assert done_ids(out) == {"a", "b"}  # --resume picks up from the committed part
+
+
+def _columns(t: pa.DataType) -> int:
+    if pa.types.is_struct(t):
+        return sum(1 + _columns(t.field(i).type) for i in range(t.num_fields))
+    return 1 + _columns(t.value_type) if pa.types.is_list(t) else 0
+
+
+def test_a_wide_recursive_schema_is_cut_shallower_to_a_bounded_type(tmp_path):
+    """Eight properties that each $ref the node again: 8**4 structs at the full depth (the corpus's
+    renovate schema ran out of memory); the type is cut a level shallower until it fits."""
+    node = {"type": "object", "properties": {k: {"$ref": "#/$defs/node"} for k in "abcdefgh"}, "additionalProperties": False}
+    schema = {"$defs": {"node": node}, **node}
+    col = column_for(schema)
+    assert _columns(col.type) <= MAX_COLUMNS
+    deep = col.type
+    for level in range(2):  # the top levels keep their struct columns
+        assert pa.types.is_struct(deep) and deep.num_fields == 8
+        deep = deep.field("a").type
+    value = {"a": {"b": {"c": {"d": {"a": {}}}}}, "b": None}
+    stored = col.stored(value)
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.Table.from_pylist([{"r": stored}], schema=pa.schema([pa.field("r", col.type)])), path)
+    back = pq.read_table(path).to_pylist()[0]["r"]
+
+    def json_of(v):  # the JSON text levels read back as the value they hold
+        if isinstance(v, str):
+            return json.loads(v)
+        return {k: json_of(x) for k, x in v.items() if x is not None} if isinstance(v, dict) else v
+    assert json_of(back) == {"a": {"b": {"c": {"d": {"a": {}}}}}}
+
+
+@pytest.mark.parametrize("schema", [
+    {"anyOf": [{"type": "string"}, {"type": "object"}]},
+    {"type": ["string", "object"]},
+    {"anyOf": [{"enum": ["{}", "b"]}, {"type": "object"}]},
+])
+def test_a_string_beside_json_text_is_json_text_too(schema):
+    """Else the string "{}" and the object {} would both be stored as {} and read back alike."""
+    col = column_for({"type": "object", "properties": {"v": schema}, "additionalProperties": False})
+    assert col.type.field("v").type == pa.string()
+    assert col.stored({"v": "{}"}) == {"v": '"{}"'} and col.stored({"v": {}}) == {"v": "{}"}
