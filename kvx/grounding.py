@@ -9,6 +9,12 @@ not hold. Such a value is invented, so `--ungrounded null` (the default) writes 
 `keep` keeps it. Either way the row's `ungrounded` column names each one with the value the model
 wrote, and the job counts them per field (the summary and `--stats`).
 
+A string that spells (letters and digits alone) the value the record chose for one of its closed
+fields (an enum or const of strings) is ungrounded too, whatever the text holds: it echoes the
+model's own choice rather than quoting the text. On the labelled complaints the default model wrote
+the product it had just chosen (`credit reporting`) as the company for 6 of the 75 texts that name
+none (none of the 126 labelled companies is spelt like a product).
+
 Grounded means: a string's letters and digits occur in the text's, in order (case, spacing and
 punctuation aside: `FitTrack 2` holds `fit-track-2`); a number equals, to the cent, one of the
 text's numbers (kvx/text_numbers.py): in digits (`$1,200.50`), with a scale word (`2.5 million`),
@@ -22,7 +28,7 @@ in the items of arrays too (`/seller/email`, `/line_items/*/sku`; kvx/record_fie
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 from kvx.copy_check import number_in
@@ -60,6 +66,16 @@ def grounded_fields(schema: dict) -> dict[Place, str]:
     return leaf_fields(schema, _value_type)
 
 
+def _closed_strings(node: dict, optional: bool) -> bool | None:
+    values = node.get("enum", [node["const"]] if "const" in node else None)
+    return True if isinstance(values, list) and any(isinstance(v, str) for v in values) else None
+
+
+def closed_fields(schema: dict) -> list[Place]:
+    """Patterns of the fields whose strings the schema lists (enum / const)."""
+    return list(leaf_fields(schema, _closed_strings))
+
+
 def _letters(text: str) -> str:
     return NON_ALNUM.sub("", text.lower())
 
@@ -75,14 +91,15 @@ class Grounding:
     """Checks a record's grounded fields against its text (see the module docstring)."""
 
     fields: dict[Place, str]  # pattern -> string / number / integer
+    closed: list[Place] = field(default_factory=list)  # fields a string value must not echo
 
     @classmethod
     def of(cls, schema: dict) -> "Grounding":
-        return cls(grounded_fields(schema))
+        return cls(grounded_fields(schema), closed_fields(schema))
 
     def ungrounded(self, record: Any, text: str) -> list[UngroundedValue]:
-        """Each grounded value the text does not hold."""
-        letters, numbers, dates = None, None, None
+        """Each grounded value the text does not hold, or that echoes the record's closed choices."""
+        letters, numbers, dates, chosen = None, None, None, None
         out = []
         for pattern in self.fields:
             for path, value in places(record, pattern):
@@ -92,6 +109,8 @@ class Grounding:
                     if not held and (readings := as_dates(value)):  # a date, spelt another way
                         dates = dates_in(text) if dates is None else dates
                         held = bool(readings & dates)
+                    chosen = self._chosen(record) if chosen is None else chosen
+                    held = held and _letters(value) not in chosen
                 elif isinstance(value, (int, float)) and not isinstance(value, bool):
                     numbers = text_values(text) if numbers is None else numbers
                     held = number_in(value, numbers)
@@ -100,6 +119,11 @@ class Grounding:
                 if not held:
                     out.append(UngroundedValue(pattern, path, value))
         return out
+
+    def _chosen(self, record: Any) -> set[str]:
+        """The letters of the strings the record holds in its closed fields."""
+        return {_letters(v) for pattern in self.closed for _, v in places(record, pattern)
+                if isinstance(v, str) and _letters(v)}
 
     @staticmethod
     def nulled(record: Any, paths: list[Place]) -> Any:

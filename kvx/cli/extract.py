@@ -49,7 +49,8 @@ def extract(
     copy_guard: bool = typer.Option(JobSettings.copy_guard, "--copy-guard/--no-copy-guard", help="With --examples: keep records from "
                                     "repeating an example's values that their own text does not contain."),
     ungrounded: str = typer.Option(JobSettings.ungrounded, help="A value the record's text does not hold, in a nullable "
-                                   "free-text or number field (a name, a reference, an amount): null (write null) or keep. "
+                                   "free-text or number field (a name, a reference, an amount), or a string there that repeats "
+                                   "the record's own enum choice: null (write null) or keep. "
                                    "Either way the row's 'ungrounded' column names it."),
     no_repeat_ngram: int = typer.Option(JobSettings.no_repeat_ngram, help="No run of N tokens twice in one string value "
                                         "unless the text has it too (stops free text that loops; runs without letters count "

@@ -162,7 +162,9 @@ def test_2_parquet_force_with_unmergeable_records_refuses_and_keeps_the_output_u
     parts = tmp_path / "out.parquet.parts"
     int_schema = schema_file(tmp_path, "int.json", {"type": "object", "properties": {"category": {"type": "integer"}}})
     assert extract(src, out, "--resume", "--force", schema=int_schema) == 2
-    assert_one_line_error(capsys.readouterr().err, "records of another type")
+    err = capsys.readouterr().err
+    assert_one_line_error(err, "records of another type")
+    assert len(err) < 420  # the types are cut: a big schema's is thousands of characters
     assert pq.read_table(out).equals(merged) and not parts.exists()
     assert extract(src, out, "--resume") == 0  # the first job can still resume: nothing was broken
 

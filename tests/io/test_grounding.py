@@ -89,3 +89,19 @@ def test_nulled_record_still_matches_the_schema():
                       "seller": {"email": None, "name": "Acme"}, "lines": [{"sku": "A-1"}, {"sku": None}],
                       "tree": {"label": "A-1", "children": [{"label": "root"}]}}  # nested past the pattern: kept
     jsonschema.validate(nulled, PYDANTIC)
+
+
+def test_a_string_echoing_the_records_own_choice_is_ungrounded_though_the_text_holds_it():
+    schema = {"type": "object", "properties": {
+        "product": {"enum": ["credit reporting", "mortgage"]},
+        "issue": {"type": "object", "properties": {"kind": {"const": "Late-Fee"}}},
+        "company": {"type": ["string", "null"]},
+        "notes": {"type": "array", "items": {"type": ["string", "null"]}}}}
+    g = Grounding.of(schema)
+    text = "Equifax keeps wrong data in my credit reporting; a late fee and a mortgage too."
+    record = {"product": "credit reporting", "issue": {"kind": "Late-Fee"}, "company": "Credit Reporting",
+              "notes": ["late fee", "mortgage", "Equifax"]}
+    found = g.ungrounded(record, text)
+    assert [(pointer(f.path), f.value) for f in found] == [
+        ("/company", "Credit Reporting"), ("/notes/0", "late fee")]  # "mortgage": not the record's choice
+    assert g.ungrounded({**record, "product": "mortgage", "company": "Equifax", "notes": []}, text) == []
