@@ -3,14 +3,16 @@
 strings -> string, integer -> int64, number -> float64, boolean -> bool, arrays -> list<...>,
 objects with properties -> struct<...>, string enums -> dictionary<int32, string>. What has no single
 Arrow type (mixed anyOf, free-form objects, recursion past MAX_DEPTH) is stored as JSON text, so no
-value is ever lost or coerced into the wrong type. A wide schema whose levels multiply (renovate's:
-properties that $ref definitions with properties that $ref...) is cut shallower, level by level,
-until its record type takes at most MAX_COLUMNS columns; the levels below are JSON text. An object that allows keys it does not list
+value is ever lost or coerced into the wrong type. An object that allows keys it does not list
 (additionalProperties not false) gets one more string child, EXTRA: the unlisted keys as a JSON
 object text (null when there are none), so a Parquet row holds what the JSONL row holds.
 
+A wide schema whose levels multiply (renovate's: properties that $ref definitions with properties
+that $ref...) is cut shallower, level by level, until its record type takes at most MAX_COLUMNS
+columns; the levels below are JSON text.
+
 A valid value its column cannot hold exactly (an integer past int64, an integer a float64 would
-round, a string where `properties` without `type` gave a struct) raises DoesNotFit naming its JSON
+round, a non-object where `properties` without `type` gave a struct) raises DoesNotFit naming its JSON
 pointer, instead of being stored as null or rounded: the job retries the record, then writes the
 reason in the row's error (kvx/job/job.py).
 """
@@ -74,7 +76,7 @@ def _as_int(v: Any, where: str) -> Any:
         return None
     if isinstance(v, float) and v.is_integer():  # 2.0 is an integer to JSON Schema
         v = int(v)
-    if not (_is_number(v) and isinstance(v, int)):
+    if not isinstance(v, int) or isinstance(v, bool):
         raise DoesNotFit(where, f"({_shown(v)}) is not an integer")
     if not INT64_MIN <= v <= INT64_MAX:
         raise DoesNotFit(where, f"({_shown(v)}) is past int64")

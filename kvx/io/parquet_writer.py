@@ -170,14 +170,10 @@ def check_record_type(schemas: list[tuple[Path, pa.Schema]], record_type: pa.Dat
     --force cannot put both in one file (the merge would fail after all the work)."""
     for src, schema in schemas:
         if "record" in schema.names and schema.field("record").type != record_type:
-            raise ConfigError(f"--resume: {src} holds records of another type ({_shown(schema.field('record').type)}), "
-                              f"which cannot share a Parquet file with this schema's ({_shown(record_type)}); "
+            # a big schema's type is thousands of characters: cut, the message stays readable
+            raise ConfigError(f"--resume: {src} holds records of another type ({one_line(schema.field('record').type, 120)}), "
+                              f"which cannot share a Parquet file with this schema's ({one_line(record_type, 120)}); "
                               f"write to another -o, or rerun without --resume to replace it")
-
-
-def _shown(t: pa.DataType) -> str:
-    text = str(t)  # a big schema's type is thousands of characters: the message stays readable
-    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def parquet_schemas(path: Path) -> list[tuple[Path, pa.Schema]]:
