@@ -74,7 +74,7 @@ def extract(
     stats: Optional[str] = typer.Option(None, help="Write the run's figures as JSON to FILE."),
     lenient: bool = typer.Option(GrammarOptions.lenient, help="Ignore schema keywords the grammar cannot enforce (jsonschema still checks)."),
     whitespace: str = typer.Option(GrammarOptions.whitespace, help=f"JSON layout the grammar allows: {_listed(Whitespace)}."),
-    extra_keys: str = typer.Option(GrammarOptions.extra_keys, help=f"Keys an object's schema does not declare, where it says nothing of others: {_listed(ExtraKeys)} (declared: not written; schema: any key, as JSON Schema allows)."),
+    extra_keys: str = typer.Option(GrammarOptions.extra_keys, help=f"Keys an object's schema does not declare, where it says nothing of others: {_listed(ExtraKeys)} (declared: not written, and a schema naming no type is written as the type its keywords describe; schema: any key and any value, as JSON Schema allows)."),
     compile_deadline: float = typer.Option(GrammarOptions.compile_deadline, metavar="SECONDS", help="CPU seconds the grammar compiler may work before it refuses the schema as too large (the default ends every compile within 1 s)."),
     kv_memory: Optional[str] = typer.Option(None, help="KV cache pool size, e.g. 2GiB (default: a share of free memory)."),
     batch_tokens: int = typer.Option(EngineConfig.batch_tokens, help="Token budget of one engine step."),

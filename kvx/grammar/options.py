@@ -13,6 +13,8 @@ Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (t
 # (no additionalProperties / unevaluatedProperties): "declared" generates only the declared ones (a
 # record needs no others, and a small model fills the room with invented keys); "schema" follows
 # JSON Schema's default, any other key with any value (what the coverage benchmark measures).
+# Likewise for a schema that names no `type`: "declared" writes the types its keywords describe
+# (schema/keywords.py KEYWORD_TYPES), "schema" any value.
 ExtraKeys = Literal["declared", "schema"]
 
 

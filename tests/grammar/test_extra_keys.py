@@ -69,3 +69,36 @@ def test_the_objects_kept_to_their_keys_are_named():
     closed = [w for w in warnings if "declared keys only" in w]
     assert len(closed) == 1 and "/$defs/Item" in closed[0] and "/properties/meta" not in closed[0]
     assert not any("declared keys only" in w for w in compile_program(PYDANTIC, SCHEMA).warnings)
+
+
+UNTYPED = {  # CloudFormation's resource schemas: no `type` anywhere, so any JSON value is valid
+    "properties": {"Name": {"minLength": 1}, "Port": {"minimum": 1}, "Tags": {"items": {"required": ["Key"]}},
+                   "Note": {"description": "no keyword that describes a type"},
+                   "Maybe": {"properties": {"a": {"type": "integer"}}, "nullable": True}},
+    "required": ["Name"], "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("doc,described", [
+    ({"Name": "a"}, True),
+    ({"Name": "a", "Port": 8, "Tags": [{"Key": "k"}], "Note": [1, {"x": None}], "Maybe": None}, True),
+    ({"Name": "a", "Maybe": {"a": 1}}, True),
+    ("just a string", False),  # valid: the root names no type
+    (7, False),
+    ({"Name": 5}, False),  # minLength describes a string
+    ({"Name": "a", "Port": "8"}, False),
+    ({"Name": "a", "Tags": [{"Key": "k"}, "x"]}, False),
+    ({"Name": "a", "Tags": {"Key": "k"}}, False),
+])
+def test_declared_mode_writes_an_untyped_schema_as_the_type_its_keywords_describe(doc, described):
+    assert jsonschema.Draft202012Validator(UNTYPED).is_valid(doc)
+    assert _accepts(compile_program(UNTYPED, DECLARED).program, doc) == described
+    assert _accepts(compile_program(UNTYPED, SCHEMA).program, doc)  # JSON Schema's reading: any value
+
+
+def test_the_untyped_schemas_written_as_their_keywords_type_are_named():
+    warnings = [w for w in compile_program(UNTYPED, DECLARED).warnings if "names no 'type'" in w]
+    assert len(warnings) == 1 and warnings[0].endswith(": /, /properties/Name, /properties/Port, "
+                                                       "/properties/Tags, /properties/Maybe and 1 more")
+    assert not any("names no 'type'" in w for w in compile_program(UNTYPED, SCHEMA).warnings)
+    assert not any("names no 'type'" in w for w in compile_program(PYDANTIC, DECLARED).warnings)

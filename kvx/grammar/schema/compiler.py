@@ -118,8 +118,7 @@ def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
         raise too_large("/", err, pointer="") from None
     if program is None:
         raise UnsupportedSchema("schema admits no JSON value at /", None, "")
-    closed = builder.notes.closed_note()
-    if closed is not None:
-        builder.notes.warn_once("kvx:closed", closed)
+    for i, note in enumerate(builder.notes.declared_notes()):
+        builder.notes.warn_once(f"kvx:declared{i}", note)
     return CompiledSchema(program=program, warnings=builder.notes.warnings, post_checks=builder.notes.post_checks,
                           states=program.num_states, build_seconds=time.perf_counter() - t0)

@@ -6,6 +6,29 @@ from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.schema.refs import META, Document, escape, foreign_keywords
 
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+# the types each keyword describes (it constrains only values of those types): a schema that names no
+# `type` allows any value, yet one with `properties` and `required` describes an object, and a small
+# model given the choice writes the shortest value its grammar allows (a bare string, a number)
+# instead; extra keys "declared" writes only the types its keywords describe
+KEYWORD_TYPES = {
+    **dict.fromkeys(("properties", "required", "additionalProperties", "patternProperties", "minProperties",
+                     "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies",
+                     "unevaluatedProperties"), ("object",)),
+    **dict.fromkeys(("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+                     "minContains", "maxContains", "unevaluatedItems"), ("array",)),
+    **dict.fromkeys(("minLength", "maxLength", "pattern"), ("string",)),
+    **dict.fromkeys(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+                    ("integer", "number")),
+}
+
+
+def described_types(nodes: list[dict]) -> set[str]:
+    """The types the nodes' keywords describe (KEYWORD_TYPES; `nullable: true` adds null); empty when
+    none does."""
+    out = {t for node in nodes for kw in node for t in KEYWORD_TYPES.get(kw, ())}
+    if out and any(node.get("nullable") is True for node in nodes):
+        out.add("null")
+    return out
 APPLICATORS = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
                "dependentSchemas", "dependencies", "kvx:ref"}
 ENFORCED = {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
@@ -40,6 +63,7 @@ class Notes:
         self.warnings: list[str] = []
         self.post_checks: list[str] = []
         self.closed: list[str] = []  # objects kept to their declared keys (GrammarOptions.extra_keys)
+        self.typed: list[str] = []  # untyped schemas kept to the types their keywords describe (likewise)
         self._seen: set[str] = set()
 
     def where(self, ptr: str) -> str:
@@ -78,13 +102,18 @@ class Notes:
         if where not in self.closed:
             self.closed.append(where)
 
-    def closed_note(self) -> str | None:
-        """One line naming the objects kept to their declared keys (None: none was)."""
-        if not self.closed:
-            return None
-        more = f" and {len(self.closed) - 5} more" if len(self.closed) > 5 else ""
-        return (f"objects written with their declared keys only (the schema allows others; extra keys 'schema' "
-                f"writes them): {', '.join(self.closed[:5])}{more}")
+    def typed_by_keywords(self, ptr: str) -> None:
+        where = self.where(ptr)
+        if where not in self.typed:
+            self.typed.append(where)
+
+    def declared_notes(self) -> list[str]:
+        """One line each for the objects kept to their declared keys and the untyped schemas written
+        as the types their keywords describe (extra keys "declared")."""
+        return [f"{what} (extra keys 'schema' writes {other}): {_listed(places)}" for what, other, places in (
+            ("objects written with their declared keys only; the schema allows others", "them", self.closed),
+            ("values written as the type their keywords describe; the schema names no 'type', so allows any",
+             "any", self.typed)) if places]
 
     def warn_once(self, key: str, message: str) -> None:
         if key not in self._seen:
@@ -115,3 +144,8 @@ class Notes:
             elif not kw.startswith("x-"):  # x-...: vendor annotations, by convention
                 self.warn_once(f"{self.doc.display(ptr)}/{escape(kw)}",
                                f"unknown keyword '{kw}' at {self.where(ptr)} ignored")
+
+
+def _listed(places: list[str]) -> str:
+    more = f" and {len(places) - 5} more" if len(places) > 5 else ""
+    return f"{', '.join(places[:5])}{more}"

@@ -20,7 +20,7 @@ from kvx.grammar.automata.pda import Program, call_symbol, link
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.applicators import Alternative, Applicators
 from kvx.grammar.schema.arrays import ArrayBody
-from kvx.grammar.schema.keywords import TYPES, Notes
+from kvx.grammar.schema.keywords import TYPES, Notes, described_types
 from kvx.grammar.schema.objects import ObjectBody
 from kvx.grammar.schema.refs import Document
 from kvx.grammar.schema import strings
@@ -183,6 +183,11 @@ class RuleBuilder:
         for ptr, node in pieces:
             if "type" in node:
                 types &= self._types(node, ptr)
+        if self.opt.extra_keys == "declared" and not any("type" in node for _, node in pieces):
+            described = described_types([node for _, node in pieces])
+            if described and not types <= described:
+                types &= described
+                self.notes.typed_by_keywords(next(p for p, node in pieces if described_types([node])))
         values = self.listed(pieces)
         if values is not None:
             return self._enum(values, pieces), set(), None
