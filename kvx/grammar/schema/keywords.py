@@ -29,6 +29,8 @@ def described_types(nodes: list[dict]) -> set[str]:
     if out and any(node.get("nullable") is True for node in nodes):
         out.add("null")
     return out
+
+
 APPLICATORS = {"$ref", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentRequired",
                "dependentSchemas", "dependencies", "kvx:ref"}
 ENFORCED = {"type", "enum", "const", "properties", "required", "additionalProperties", "items",
