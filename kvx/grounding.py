@@ -105,12 +105,13 @@ class Grounding:
             for path, value in places(record, pattern):
                 if isinstance(value, str):
                     letters = _letters(text) if letters is None else letters
-                    held = _letters(value) in letters
+                    spelt = _letters(value)
+                    held = spelt in letters
                     if not held and (readings := as_dates(value)):  # a date, spelt another way
                         dates = dates_in(text) if dates is None else dates
                         held = bool(readings & dates)
                     chosen = self._chosen(record) if chosen is None else chosen
-                    held = held and _letters(value) not in chosen
+                    held = held and spelt not in chosen
                 elif isinstance(value, (int, float)) and not isinstance(value, bool):
                     numbers = text_values(text) if numbers is None else numbers
                     held = number_in(value, numbers)

@@ -67,10 +67,6 @@ def _shown(v: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
 def _as_int(v: Any, where: str) -> Any:
     if v is None:
         return None
@@ -86,7 +82,7 @@ def _as_int(v: Any, where: str) -> Any:
 def _as_float(v: Any, where: str) -> Any:
     if v is None:
         return None
-    if not _is_number(v):
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
         raise DoesNotFit(where, f"({_shown(v)}) is not a number")
     try:
         f = float(v)

@@ -118,7 +118,6 @@ def _compile(schema, options: GrammarOptions, t0: float) -> CompiledSchema:
         raise too_large("/", err, pointer="") from None
     if program is None:
         raise UnsupportedSchema("schema admits no JSON value at /", None, "")
-    for i, note in enumerate(builder.notes.declared_notes()):
-        builder.notes.warn_once(f"kvx:declared{i}", note)
+    builder.notes.warnings += builder.notes.declared_notes()  # read once the whole walk is done
     return CompiledSchema(program=program, warnings=builder.notes.warnings, post_checks=builder.notes.post_checks,
                           states=program.num_states, build_seconds=time.perf_counter() - t0)
