@@ -610,6 +610,25 @@ def test_a_pattern_past_the_cap_is_relaxed_and_post_checked():
         compile_program({"type": "object", "patternProperties": {arn: {"type": "integer"}}})
 
 
+def test_a_value_pattern_is_built_once_also_when_it_is_past_the_cap(monkeypatch):
+    """A string value's own pattern is built as written, then asked whether it was relaxed: both
+    read one cache. The second look used to spell the cache key another way and built the pattern
+    again (as-code's URL pattern: twice 0.25 s to reach the cap, past the compile deadline; every
+    value pattern of every schema twice)."""
+    from kvx.grammar.schema import regex_parse
+
+    built = []
+    real = regex_parse._pattern_dfa
+    monkeypatch.setattr(regex_parse, "_pattern_dfa",
+                        lambda pattern, max_states, relax, wide: built.append((pattern, relax)) or
+                        real(pattern, max_states, relax, wide))
+    regex_parse._compiled.cache_clear()
+    arn = r"^arn:[a-z0-9-\.]{1,63}:[a-z0-9-\.]{0,63}:[^/].{0,1023}$"
+    compile_program({"type": "object", "properties": {"a": {"type": "string", "pattern": "^[a-z]{2,5}$"},
+                                                      "b": {"type": "string", "pattern": arn}}})
+    regex_parse._compiled.cache_clear()
+    assert sorted(built) == [("^[a-z]{2,5}$", False), (arn, False), (arn, True)]
+
 def test_a_pattern_member_takes_the_key_order_a_declared_member_would():
     """Under `patternProperties` a value's members follow the order of all its branches together
     (the context), as under `properties`: a job written `uses` then `name` in one branch and `name`

@@ -454,8 +454,11 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: 
 
 
 def is_relaxed(pattern: str, max_states: int) -> bool:
-    """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's `relax`)."""
-    return _compiled(pattern, max_states, False)[1] is not None and _compiled(pattern, max_states, True)[1] is None
+    """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's `relax`). The
+    arguments are spelt as pattern_dfa spells them: lru_cache keys a call by its arguments as given,
+    so `_compiled(p, n, False)` would build again what `_compiled(p, n, False, False)` holds."""
+    return _compiled(pattern, max_states, False, False)[1] is not None \
+        and _compiled(pattern, max_states, True, False)[1] is None
 
 
 CLASS_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\[dDwW]")  # an unescaped \d, \D, \w or \W
@@ -475,7 +478,7 @@ def reading_matters(pattern: str) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _compiled(pattern: str, max_states: int, relax: bool, wide: bool = False) -> tuple:
+def _compiled(pattern: str, max_states: int, relax: bool, wide: bool) -> tuple:
     """(the DFA, None) or (None, the cap's TooLarge). A deadline that passes propagates
     (deadline.check), so only the cap's verdicts are cached; the relaxed form is only built for a
     caller that takes it."""
