@@ -18,7 +18,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product, repeat
-from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
@@ -322,7 +322,9 @@ class Scalars:
                 elif hi is None or bound[0] < hi[0] or (bound[0] == hi[0] and bound[1]):
                     hi = bound
             if "multipleOf" in node:
-                multiples.append(self._multiple(node["multipleOf"], ptr, integer))
+                multiple = self._multiple(node["multipleOf"], ptr, integer)
+                if multiple is not None:
+                    multiples.append(multiple)
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, (int, float))
                          and not isinstance(v, bool)]
             fraction |= bool(node.get("kvx:fraction"))
@@ -337,11 +339,11 @@ class Scalars:
             base = numbers.int_range(a, b)
             if not multiples and not excluded and not off_multiples:
                 return base
-            langs = [fast_compile(base, self.max_states)] + [m for m, _ in multiples]
+            langs = [fast_compile(base, self.max_states)] + multiples
         else:
             if lo is None and hi is None and not multiples and not excluded and not fraction and not off_multiples:
                 return numbers.ANY_NUMBER
-            langs = [m for m, _ in multiples]
+            langs = list(multiples)
             if lo is not None:
                 langs.append(fast_compile(numbers.decimal_ge(*lo), self.max_states))
             if hi is not None:
@@ -370,20 +372,25 @@ class Scalars:
         d = Decimal(v) if isinstance(v, int) else Decimal(repr(v))
         return d, strict_bound(node, kw)
 
-    def _multiple(self, m, ptr: str, integer: bool):
-        """(DFA of the multiples of m, m is fractional)."""
+    def _multiple(self, m, ptr: str, integer: bool) -> DFA | None:
+        """DFA of the multiples of m; None when it is past the state cap (`multipleOf: 0.123456789`
+        among integers keeps 123,456,789 remainders): the keyword is then left to the check, as the
+        issue has fractions checked, and the grammar writes the numbers the other keywords allow."""
         d = Decimal(m) if isinstance(m, int) else Decimal(repr(m))
         if isinstance(m, bool) or not d > 0:
             raise UnsupportedSchema(f"invalid schema: 'multipleOf' must be > 0 at {self.where(ptr)}",
                                     "multipleOf", self.where(ptr))
+        try:
+            dfa = numbers.multiple_of(d, integer, self.max_states)
+        except TooLarge:
+            deadline.check()  # a passed deadline is said as such (it is the one limit the user may raise)
+            self.notes.post_check("multipleOf", ptr, f"its automaton is past the state cap (multipleOf {m}): "
+                                  "written as any number the other keywords allow")
+            return None
         if d != d.to_integral_value():
             self.notes.post_check("multipleOf", ptr, "a fractional multipleOf is exact in decimal while "
                                   "generating; jsonschema divides in floating point")
-        try:
-            return numbers.multiple_of(d, integer, self.max_states), d != d.to_integral_value()
-        except TooLarge:
-            deadline.check()  # a passed deadline is said as such (it is the one limit the user may raise)
-            raise too_large(self.where(ptr), f"multipleOf {m}", "multipleOf") from None
+        return dfa
 
     def _whole_multiples(self, m: int, integer: bool):
         """Every spelling of the multiples of a whole m: canonical integers and, among numbers, the
