@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from kvx.grammar.schema.unicode_properties import python_pattern
 from kvx.json_cursor import JsonCursor
 from kvx.record_fields import Place, leaf_fields, places
 
@@ -50,7 +51,7 @@ def _code_field(node: dict, optional: bool) -> CodeField | None:
             or any(k in node for k in ("enum", "const", "format"))):
         return None
     try:
-        compiled = re.compile(pattern)
+        compiled = re.compile(python_pattern(pattern))
     except re.error:  # a dialect Python does not read: no spans
         return None
     low, high = node.get("minLength", 0), node.get("maxLength")

@@ -12,6 +12,8 @@ import referencing
 import referencing.exceptions
 from jsonschema.validators import validator_for
 
+from kvx.grammar.schema.unicode_properties import with_python_patterns
+
 
 class Unlabelled(Exception):
     """jsonschema could not decide (an unresolvable $ref, a pattern Python cannot compile, ...)."""
@@ -25,8 +27,9 @@ def _validator_class(schema):
 
 def validator(schema):
     cls = _validator_class(schema)
-    # an empty registry: remote refs fail instead of being downloaded
-    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=referencing.Registry())
+    # an empty registry: remote refs fail instead of being downloaded; patterns with a Unicode
+    # property escape read as kvx's check reads them (Python's re cannot: no label before)
+    return cls(with_python_patterns(schema)[0], format_checker=cls.FORMAT_CHECKER, registry=referencing.Registry())
 
 
 def schema_problem(schema) -> str | None:

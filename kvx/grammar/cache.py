@@ -41,8 +41,9 @@ def _compiler_hash() -> str:
 def _check_reading() -> dict:
     """What the program also follows of the record check: jsonschema's version and the formats each
     draft's checker asserts (those whose packages are installed: a negated format the check leaves
-    unread admits no string, schema/scalars.py), so installing rfc3339-validator rebuilds it."""
-    return {"jsonschema": importlib.metadata.version("jsonschema"),
+    unread admits no string, schema/scalars.py), so installing rfc3339-validator rebuilds it; and
+    the `regex` package's version, whose Unicode tables give `\\p{..}` its code points."""
+    return {"jsonschema": importlib.metadata.version("jsonschema"), "regex": importlib.metadata.version("regex"),
             "formats": {cls.__name__: sorted(cls.FORMAT_CHECKER.checkers) for cls in DIALECTS}}
 
 

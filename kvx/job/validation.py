@@ -12,6 +12,7 @@ from jsonschema.validators import validator_for
 
 from kvx.errors import ConfigError, one_line
 from kvx.grammar.schema.refs import dialect_of, own_dialect, with_children
+from kvx.grammar.schema.unicode_properties import with_python_patterns
 from kvx.job.schema_files import bundle_files
 from kvx.io.json_values import decode_problem, value_problem
 
@@ -40,7 +41,7 @@ def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
     problem = value_problem(schema, MAX_SCHEMA_DEPTH)
     if problem:
         raise ConfigError(f"{path}: not a usable schema ({problem})")
-    for where, part in _parts_by_draft(schema):
+    for where, part in _parts_by_draft(with_python_patterns(schema)[0]):
         try:
             validator_for(part, default=Draft202012Validator).check_schema(part)
         except jsonschema.SchemaError as e:
@@ -89,7 +90,9 @@ def _pointer(path) -> str:
 class RecordChecker:
     def __init__(self, schema: dict):
         cls = validator_for(schema, default=Draft202012Validator)  # the dialect its $schema names
-        self.validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        # patterns with a Unicode property escape, which Python's re cannot read, as classes it can
+        readable, self._spelt = with_python_patterns(schema)
+        self.validator = cls(readable, format_checker=cls.FORMAT_CHECKER)
 
     def problem(self, value: Any) -> str | None:
         """None if `value` matches the schema, else a one-line reason naming the JSON pointer."""
@@ -103,7 +106,10 @@ class RecordChecker:
             return f"schema: a number the check cannot compute with ({e})"
         if error is None:
             return None
-        return f"schema: {error.message} at {_pointer(error.absolute_path)}"
+        message = error.message
+        for readable, written in self._spelt.items():  # a pattern is named as the schema spells it
+            message = message.replace(repr(readable), repr(written))
+        return f"schema: {message} at {_pointer(error.absolute_path)}"
 
     def check(self, text: str, finish_reason: str) -> tuple[Any, str | None]:
         """(record, None) for a valid output, else (None, reason)."""

@@ -12,7 +12,9 @@ the tempered `((?!x).)*` before the end. Word boundaries `\\b`/`\\B` are marked 
 resolved against the characters around them (schema/word_bounds.py). Python's inline flags `(?i)`
 and `(?s)` at the start, and `(?i:...)` groups (not ECMA-262's, but the record check runs Python's re,
 which reads them) fold letters into every case Python pairs them in (charset.case_closed).
-Lookbehinds, backreferences, other inline flags and \\p{...} raise UnsupportedSchema.
+Unicode property escapes (`\\p{Letter}`, `\\P{Lu}`) are the code points the `regex` package gives them,
+as the record check reads them (schema/unicode_properties.py). Lookbehinds, backreferences and other
+inline flags raise UnsupportedSchema.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.anchors import (has_anchor, loosened, opening_anchored_looks, split_edge, strip_all,
                                        without_impossible)
 from kvx.grammar.schema.lookaheads import LookaheadError, Spelling, has_lookahead, holds, with_rest
+from kvx.grammar.schema.unicode_properties import UnknownProperty, escape_ranges
 
 WORD = python_classes.ASCII["w"]  # word boundaries read ASCII word characters in both readings
 # \s as Python's re reads it (the record check): ECMA-262's less U+FEFF, plus the separators
@@ -242,7 +245,14 @@ class _Parser:
         if c == "k" and self.peek() == "<":
             raise PatternError("named backreferences")
         if c in "pP" and self.peek() == "{":
-            raise PatternError("Unicode property escapes")
+            end = self.src.find("}", self.i)
+            if end < 0:
+                raise PatternError("a Unicode property escape without its '}'")
+            name, self.i = self.src[self.i + 1:end], end + 1
+            try:
+                return ("cls", escape_ranges(c, name))
+            except UnknownProperty as e:
+                raise PatternError(str(e)) from None
         if c == "c" and (self.peek() or "").isalpha():
             v = ord(self.take()) % 32
             return ("cls", ((v, v),))

@@ -23,6 +23,7 @@ from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
 from kvx.grammar.schema.refs import escape, validator_of
+from kvx.grammar.schema.unicode_properties import python_pattern
 from kvx.grammar.schema.values import dumps, json_equal
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
@@ -274,7 +275,7 @@ class Scalars:
         if wide is None or not wide.accepts(written):
             return False
         try:
-            return re.search(pattern, text) is not None
+            return re.search(python_pattern(pattern), text) is not None
         except re.error:  # a pattern Python cannot read (the check refuses the schema): the narrow verdict
             return False
 

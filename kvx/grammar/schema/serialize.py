@@ -9,6 +9,7 @@ import re
 from kvx.grammar.schema.applicators import Applicators
 from kvx.grammar.schema.keywords import Notes
 from kvx.grammar.schema.refs import Document
+from kvx.grammar.schema.unicode_properties import python_pattern
 from kvx.grammar.schema.values import integral_ints, json_equal
 
 
@@ -28,7 +29,7 @@ def _matching(nodes: list, key: str) -> frozenset[str]:
         pats = node.get("patternProperties")
         for pat in pats if isinstance(pats, dict) else ():
             try:
-                if re.search(pat, key):
+                if re.search(python_pattern(pat), key):
                     out.add(pat)
             except (re.error, TypeError):
                 pass
