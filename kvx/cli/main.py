@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 
 import typer
 
@@ -40,6 +41,10 @@ app.add_typer(schema_app, name="schema")
 
 
 def main(argv: list[str] | None = None) -> int:
+    # a schema pattern with `||`, `&&`, `--` or `~~` in a class: Python's re (the record check's)
+    # warns that it may read them as set operations one day; it reads them as characters today, as
+    # the grammar does, and a library's source line is no message for the user
+    warnings.filterwarnings("ignore", message=r"Possible (nested set|set )", category=FutureWarning)
     command = typer.main.get_command(app)
     try:
         rv = command.main(args=argv, prog_name="kvx", standalone_mode=False)

@@ -526,3 +526,19 @@ def test_an_example_reaching_a_dangling_ref_is_one_line_not_a_traceback(tmp_path
     err = capsys.readouterr().err
     assert_one_line_error(err)
     assert "cannot resolve the $ref" in err and "missing" in err and "line 1" in err
+
+
+def test_a_schema_with_cloudformation_tag_patterns_is_checked_quietly(tmp_path):
+    r"""AWS's tag patterns (`^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$` in 271 of cfn-lint's 1,854 resource
+    schemas) were refused as "not a valid JSON Schema" (Python's re reads no `\p`); they load now.
+    A `||` in a class (some of them write `[\p{L}||\p{M}]`), which Python's re warns of as a
+    possible set operation, prints no library warning: stdout holds the report, stderr nothing."""
+    schema = tmp_path / "tags.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["Key"], "properties": {
+        "Key": {"type": "string", "pattern": r"^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$", "maxLength": 128},
+        "Value": {"type": "string", "pattern": r"^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$", "maxLength": 256},
+        "Code": {"type": "string", "pattern": r"^[A-Z||0-9]+$"}}}))
+    proc = run_kvx(["schema", "check", schema])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode() == ""
+    assert "supported: yes" in proc.stdout.decode()
