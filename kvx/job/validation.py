@@ -12,7 +12,7 @@ from jsonschema.validators import validator_for
 
 from kvx.errors import ConfigError, one_line
 from kvx.grammar.schema.refs import dialect_of, own_dialect, with_children
-from kvx.grammar.schema.unicode_properties import with_python_patterns
+from kvx.grammar.schema.unicode_properties import as_written, with_python_patterns
 from kvx.job.schema_files import bundle_files
 from kvx.io.json_values import decode_problem, value_problem
 
@@ -41,11 +41,13 @@ def load_schema(path: str, schema_dirs: Sequence[str] = ()) -> dict:
     problem = value_problem(schema, MAX_SCHEMA_DEPTH)
     if problem:
         raise ConfigError(f"{path}: not a usable schema ({problem})")
-    for where, part in _parts_by_draft(with_python_patterns(schema)[0]):
+    readable, spelt = with_python_patterns(schema)
+    for where, part in _parts_by_draft(readable):
         try:
             validator_for(part, default=Draft202012Validator).check_schema(part)
         except jsonschema.SchemaError as e:
-            raise ConfigError(f"{path}: not a valid JSON Schema ({e.message} at {where}{_pointer(e.absolute_path)})") from None
+            raise ConfigError(f"{path}: not a valid JSON Schema ({as_written(e.message, spelt)} at "
+                              f"{where}{_pointer(e.absolute_path)})") from None
     if _recurses_forever(schema):
         raise ConfigError(f"{path}: not a usable schema (the record check recurses without end on it: "
                           "a $ref cycle that applies to the same value)")
@@ -106,10 +108,7 @@ class RecordChecker:
             return f"schema: a number the check cannot compute with ({e})"
         if error is None:
             return None
-        message = error.message
-        for readable, written in self._spelt.items():  # a pattern is named as the schema spells it
-            message = message.replace(repr(readable), repr(written))
-        return f"schema: {message} at {_pointer(error.absolute_path)}"
+        return f"schema: {as_written(error.message, self._spelt)} at {_pointer(error.absolute_path)}"
 
     def check(self, text: str, finish_reason: str) -> tuple[Any, str | None]:
         """(record, None) for a valid output, else (None, reason)."""

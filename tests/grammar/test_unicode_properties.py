@@ -88,6 +88,11 @@ def test_a_schema_file_with_a_property_escape_loads_and_an_unknown_one_is_refuse
     bad.write_text(json.dumps({"type": "string", "pattern": r"^\p{NoSuchProperty}$"}))
     with pytest.raises(ConfigError, match=r"not a valid JSON Schema .* is not a 'regex' at /pattern\)$"):
         load_schema(str(bad))
+    other = tmp_path / "other.json"  # a known property beside what Python's re cannot read: named as written
+    other.write_text(json.dumps({"type": "string", "pattern": r"^\p{L}+(?<n>x)$"}))
+    with pytest.raises(ConfigError) as refused:
+        load_schema(str(other))
+    assert str(refused.value).endswith(r"not a valid JSON Schema ('^\\p{L}+(?<n>x)$' is not a 'regex' at /pattern)")
     with pytest.raises(UnsupportedSchema, match=r"Unicode property 'NoSuchProperty'") as err:
         compile_program({"type": "string", "pattern": r"^\p{NoSuchProperty}$"})
     assert "\n" not in str(err.value)

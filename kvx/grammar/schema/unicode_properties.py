@@ -125,3 +125,11 @@ def with_python_patterns(schema) -> tuple[object, dict[str, str]]:
         return out
 
     return walk(schema, ""), spelt
+
+
+def as_written(message: str, spelt: dict[str, str]) -> str:
+    """A jsonschema message (which quotes a pattern by its repr) naming each respelt pattern as the
+    schema wrote it, not as thousands of code point ranges."""
+    for readable, written in spelt.items():
+        message = message.replace(repr(readable), repr(written))
+    return message
