@@ -37,8 +37,8 @@ def schema_problem(schema) -> str | None:
     if not isinstance(schema, (dict, bool)):
         return "not an object or boolean"
     cls = _validator_class(schema)
-    try:
-        cls.check_schema(schema)
+    try:  # its patterns read as kvx's check reads them: Python's re reads no Unicode property escape
+        cls.check_schema(with_python_patterns(schema)[0])
     except jsonschema.SchemaError as err:
         return f"invalid under {cls.__name__}: {err.message[:120]}"
     except Exception as err:  # e.g. a pattern jsonschema's checker chokes on
