@@ -16,7 +16,8 @@ from kvx.grammar.errors import UnsupportedSchema
 from kvx.grammar.options import GrammarOptions
 from kvx.grammar.schema.charset import ANY
 from kvx.grammar.schema.compiler import compile_program
-from kvx.grammar.schema.unicode_properties import python_pattern
+from kvx.grammar.schema.charset import complement as cs_complement
+from kvx.grammar.schema.unicode_properties import property_ranges, python_pattern
 from kvx.job.validation import RecordChecker, load_schema
 
 SCHEMA_KEYS = GrammarOptions(extra_keys="schema")
@@ -98,3 +99,25 @@ def test_a_schema_file_with_a_property_escape_loads_and_an_unknown_one_is_refuse
     assert "\n" not in str(err.value)
     with pytest.raises(UnsupportedSchema, match="without its '}'"):
         compile_program({"type": "string", "pattern": r"^\p{L+$"})
+
+
+@pytest.mark.parametrize("ranges", [property_ranges("L"), property_ranges("Lu"), cs_complement(((0x41, 0x5A),) * 1)])
+def test_a_wide_class_is_one_minimal_automaton_of_the_same_language(ranges):
+    """A class of more than WIDE_CLASS ranges is built once and minimised (`\\p{L}`: 3,618 composed
+    states, which every pattern holding it composed again, 819 minimal; containerlab's port pattern
+    0.78 -> 0.38 s). Its language is every spelling of its characters, as written out: the two
+    minimal automata are the same table (breadth-first numbered)."""
+    from kvx.grammar.automata import regex_ast as ra
+    from kvx.grammar.automata.compose import fast_compile
+    from kvx.grammar.automata.determinize import minimise
+    from kvx.grammar.schema import strings
+
+    built = strings.json_char(ranges)
+    written = fast_compile(strings._spellings(ranges))
+    if len(ranges) <= strings.WIDE_CLASS:
+        assert not isinstance(built, ra.Embed)
+        return
+    assert isinstance(built, ra.Embed) and built.dfa.num_states < written.num_states
+    ours, theirs = minimise(built.dfa.trans, built.dfa.accepting, built.dfa.start), \
+        minimise(written.trans, written.accepting, written.start)
+    assert ours[0].shape == theirs[0].shape and (ours[0] == theirs[0]).all() and (ours[1] == theirs[1]).all()
