@@ -99,6 +99,7 @@ def json_char(ranges: tuple) -> ra.Node:
 
 
 def _spellings(ranges: tuple) -> ra.Node:
+    """json_char's language written out: raw UTF-8, the short escapes, \\uXXXX, surrogate pairs."""
     parts = [utf8_class(cs.intersect(ranges, RAW_ALLOWED))]
     parts += [ra.lit(esc) for cp, esc in SHORT_ESCAPES.items() if cs.contains(ranges, cp)]
     for lo, hi in ranges:
