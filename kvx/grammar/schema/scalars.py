@@ -344,7 +344,7 @@ class Scalars:
         else:
             if lo is None and hi is None and not multiples and not excluded and not fraction and not off_multiples:
                 return numbers.ANY_NUMBER
-            langs = list(multiples)
+            langs = multiples
             if lo is not None:
                 langs.append(fast_compile(numbers.decimal_ge(*lo), self.max_states))
             if hi is not None:

@@ -93,8 +93,8 @@ def json_char(ranges: tuple) -> ra.Node:
     automaton, built once a process: written out, every pattern holding it composed it again."""
     ranges = cs.intersect(ranges, cs.ANY)
     if len(ranges) > WIDE_CLASS:
-        built = fast_compile(_spellings(ranges))
-        return ra.NOTHING if built is None else ra.Embed(DFA(*minimise(built.trans, built.accepting, built.start)))
+        built = fast_compile(_spellings(ranges))  # never empty: it holds more than WIDE_CLASS ranges
+        return ra.Embed(DFA(*minimise(built.trans, built.accepting, built.start)))
     return _spellings(ranges)
 
 
