@@ -16,6 +16,11 @@ Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (t
 # Likewise for a schema that names no `type`: "declared" writes the types its keywords describe
 # (schema/keywords.py KEYWORD_TYPES), "schema" any value.
 ExtraKeys = Literal["declared", "schema"]
+# Integers the grammar writes: "any" as JSON Schema allows, "int64" only those a signed 64-bit column
+# holds, inside the schema's own bounds (kvx extract's choice for a Parquet output, whose integer
+# columns are int64: a record past that range could only be retried; bounds wholly outside it are
+# left to the schema, and such a record to the writer's message)
+Integers = Literal["any", "int64"]
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class GrammarOptions:
     lenient: bool = False  # keywords the automaton cannot enforce are left to jsonschema (not refused)
     max_states: int = 50_000  # per rule
     extra_keys: ExtraKeys = "declared"
+    integers: Integers = "any"
     # CPU seconds of compile work before a schema is refused as too large: 0.55 s ends every compile
     # within 1 s, the freeing of an abandoned build included (--compile-deadline raises it for a
     # schema that needs longer; the compiled grammar is the same whatever the deadline)

@@ -22,3 +22,19 @@ def test_from_options_ignores_other_locals_and_misses_none():
     del options["threads"]
     with pytest.raises(KeyError, match="threads"):
         ExtractArgs.from_options(options)
+
+
+def _defaults(**given) -> ExtractArgs:
+    """The command's defaults (typer keeps each in its OptionInfo / ArgumentInfo), then `given`."""
+    options = {name: getattr(p.default, "default", p.default) for name, p in inspect.signature(extract).parameters.items()}
+    return ExtractArgs.from_options({**options, **given})
+
+
+@pytest.mark.parametrize("output,integers", [("out.parquet", "int64"), ("out.jsonl", "any"), (None, "any")])
+def test_a_parquet_output_keeps_integers_in_int64(output, integers):
+    """Its integer columns are int64: a record past that range could only be retried, so the
+    grammar writes none (kvx/grammar/options.py Integers)."""
+    from kvx.cli.run import engine_options
+
+    args = _defaults(input="in.jsonl", schema="s.json", output=output, replicas=2)  # 2: no local engine check
+    assert engine_options(args).grammar.integers == integers

@@ -302,6 +302,26 @@ def test_integer_bounds_from_fractional_limits():
     assert [v for v in range(-3, 8) if dfa.accepts(str(v).encode())] == [2, 3]
 
 
+@pytest.mark.parametrize("bounds", [{}, {"minimum": -5}, {"maximum": 2**64}, {"minimum": 2**62, "exclusiveMaximum": 2**80},
+                                    {"minimum": 2**70}, {"type": ["integer", "null"]}],
+                         ids=["plain", "min", "max-past", "straddling", "past-int64", "nullable"])
+def test_int64_integers_keep_a_parquet_column_exact(bounds):
+    """integers="int64" (kvx extract's choice for a Parquet output): the schema's integers inside
+    the int64 range, judged against Python's ints; bounds wholly outside it stay as the schema says."""
+    schema = {"type": "integer", **bounds}
+    program = compile_program(schema, GrammarOptions(integers="int64")).program
+    lo, hi = -(2**63), 2**63 - 1
+    edges = [0, 7, -5, -6, lo, lo - 1, hi, hi + 1, 2**62, 2**62 - 1, 2**64, 2**64 + 1, 2**70, 2**70 + 3, 10**19,
+             -(10**19), 2**80 - 1, 2**80]
+    rng = random.Random(str(bounds))
+    values = edges + [rng.randrange(-(2**66), 2**66) for _ in range(400)] + [rng.randrange(2**69, 2**71) for _ in range(100)]
+    outside = bounds.get("minimum", lo) > hi
+    for v in values:
+        want = jsonschema.Draft202012Validator(schema).is_valid(v) and (outside or lo <= v <= hi)
+        assert program.accepts(str(v).encode()) == want, v
+    assert program.accepts(b"null") == ("null" in schema["type"])
+
+
 def test_string_length_counts_characters():
     dfa = compile_program({"type": "string", "minLength": 2, "maxLength": 3}).program
     samples = ["a", "ab", "abc", "abcd", "é😀", "\n\"", "a\\b", "\u0001xy", "😀😀😀😀", "\u2028"]

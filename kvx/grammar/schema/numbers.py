@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from functools import lru_cache
 from typing import Callable, Optional
 
 import numpy as np
@@ -68,10 +69,27 @@ def uint_range(lo: int, hi: Optional[int]) -> ra.Node:
     return ra.alt(*parts)
 
 
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def within_int64(lo: Optional[int], hi: Optional[int]) -> tuple[int | None, int | None]:
+    """[lo, hi] cut to the int64 range; as given where nothing of it is inside (the schema's bounds
+    stand, and the writer names the value it cannot hold)."""
+    a = INT64_MIN if lo is None else max(lo, INT64_MIN)
+    b = INT64_MAX if hi is None else min(hi, INT64_MAX)
+    return (a, b) if a <= b else (lo, hi)
+
+
 def int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
     """Canonical integers in [lo, hi] (None = unbounded on that side)."""
     if lo is None and hi is None:
         return ANY_INTEGER
+    if (lo, hi) == (INT64_MIN, INT64_MAX):
+        return _int64()
+    return _int_range(lo, hi)
+
+
+def _int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
     parts = []
     if hi is None or hi >= 0:
         parts.append(uint_range(max(lo, 0) if lo is not None else 0, hi))
@@ -81,6 +99,12 @@ def int_range(lo: Optional[int], hi: Optional[int]) -> ra.Node:
         if neg_hi is None or neg_lo <= neg_hi:
             parts.append(ra.seq(ra.lit("-"), uint_range(neg_lo, neg_hi)))
     return ra.alt(*parts)
+
+
+@lru_cache(maxsize=1)
+def _int64() -> ra.Node:
+    """Every int64, composed once a process (a Parquet output's every integer slot holds it)."""
+    return ra.Embed(compile_node(_int_range(INT64_MIN, INT64_MAX)))
 
 
 # ---- decimals -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product, repeat
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
+from kvx.grammar.options import Integers
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
@@ -150,10 +151,11 @@ def number_spellings(v) -> ra.Node:
 
 
 class Scalars:
-    def __init__(self, notes: Notes, max_states: int):
+    def __init__(self, notes: Notes, max_states: int, integers: Integers = "any"):
         self.notes = notes
         self.doc = notes.doc
         self.max_states = max_states
+        self.integers = integers
         self._readers: dict[str, object] = {}  # dialect -> jsonschema validator reading internal keywords
         self._validators: dict[tuple, tuple] = {}  # (id(node), reading) -> (node, its validator)
         # the record check's format checker: the root's draft's (jsonschema keeps it in a subschema
@@ -337,6 +339,8 @@ class Scalars:
             b = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] or hi[0] != int(hi[0]) else int(hi[0]))
             if a is not None and b is not None and a > b:
                 return ra.NOTHING
+            if self.integers == "int64":
+                a, b = numbers.within_int64(a, b)
             base = numbers.int_range(a, b)
             if not multiples and not excluded and not off_multiples:
                 return base
