@@ -44,7 +44,7 @@ def engine_options(a: ExtractArgs) -> EngineOptions:
         speculate=check_positive(a.speculate, "speculate", 0),
         grammar=GrammarOptions(whitespace=check_choice(a.whitespace, Whitespace, "whitespace"), lenient=a.lenient,
                                extra_keys=check_choice(a.extra_keys, ExtraKeys, "extra_keys"),
-                               integers="int64" if output_format(a.output) == "parquet" else "any",
+                               numbers="parquet" if output_format(a.output) == "parquet" else "json",
                                compile_deadline=check_seconds(a.compile_deadline, "compile_deadline")),
     )
     if is_local(a):  # replicas check on their own machine (kvx/cluster/replica.py)

@@ -16,11 +16,12 @@ Whitespace = Literal["compact", "flexible"]  # JSON layout the grammar allows (t
 # Likewise for a schema that names no `type`: "declared" writes the types its keywords describe
 # (schema/keywords.py KEYWORD_TYPES), "schema" any value.
 ExtraKeys = Literal["declared", "schema"]
-# Integers the grammar writes: "any" as JSON Schema allows, "int64" only those a signed 64-bit column
-# holds, inside the schema's own bounds (kvx extract's choice for a Parquet output, whose integer
-# columns are int64: a record past that range could only be retried; bounds wholly outside it are
-# left to the schema, and such a record to the writer's message)
-Integers = Literal["any", "int64"]
+# Numbers the grammar writes: "json" every one the schema allows; "parquet" only those a Parquet
+# column holds exactly, within the schema's own bounds: integers in int64, and a `number` written as
+# an integer within +-2^53 (float64; with a fraction or exponent it reads back as a float anyway).
+# kvx extract's choice for a .parquet output, where a record past that could only be retried. Where
+# no value of a slot is left that way, the schema's language stands (and the writer names the value).
+Numbers = Literal["json", "parquet"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class GrammarOptions:
     lenient: bool = False  # keywords the automaton cannot enforce are left to jsonschema (not refused)
     max_states: int = 50_000  # per rule
     extra_keys: ExtraKeys = "declared"
-    integers: Integers = "any"
+    numbers: Numbers = "json"
     # CPU seconds of compile work before a schema is refused as too large: 0.55 s ends every compile
     # within 1 s, the freeing of an abandoned build included (--compile-deadline raises it for a
     # schema that needs longer; the compiled grammar is the same whatever the deadline)

@@ -30,11 +30,11 @@ def _defaults(**given) -> ExtractArgs:
     return ExtractArgs.from_options({**options, **given})
 
 
-@pytest.mark.parametrize("output,integers", [("out.parquet", "int64"), ("out.jsonl", "any"), (None, "any")])
-def test_a_parquet_output_keeps_integers_in_int64(output, integers):
-    """Its integer columns are int64: a record past that range could only be retried, so the
-    grammar writes none (kvx/grammar/options.py Integers)."""
+@pytest.mark.parametrize("output,numbers", [("out.parquet", "parquet"), ("out.jsonl", "json"), (None, "json")])
+def test_a_parquet_output_keeps_numbers_its_columns_hold(output, numbers):
+    """Its integer columns are int64, its number columns float64: a record past what they hold
+    could only be retried, so the grammar writes none (kvx/grammar/options.py Numbers)."""
     from kvx.cli.run import engine_options
 
     args = _defaults(input="in.jsonl", schema="s.json", output=output, replicas=2)  # 2: no local engine check
-    assert engine_options(args).grammar.integers == integers
+    assert engine_options(args).grammar.numbers == numbers

@@ -303,23 +303,33 @@ def test_integer_bounds_from_fractional_limits():
 
 
 @pytest.mark.parametrize("bounds", [{}, {"minimum": -5}, {"maximum": 2**64}, {"minimum": 2**62, "exclusiveMaximum": 2**80},
-                                    {"minimum": 2**70}, {"type": ["integer", "null"]}],
-                         ids=["plain", "min", "max-past", "straddling", "past-int64", "nullable"])
-def test_int64_integers_keep_a_parquet_column_exact(bounds):
-    """integers="int64" (kvx extract's choice for a Parquet output): the schema's integers inside
-    the int64 range, judged against Python's ints; bounds wholly outside it stay as the schema says."""
+                                    {"minimum": 2**70}, {"type": ["integer", "null"]}, {"type": "number"},
+                                    {"type": "number", "minimum": 2**60}, {"type": "number", "exclusiveMaximum": -(2**50)}],
+                         ids=["plain", "min", "max-past", "straddling", "past-int64", "nullable", "number", "number-min",
+                              "number-max"])
+def test_parquet_numbers_keep_their_column_exact(bounds):
+    """numbers="parquet" (kvx extract's choice for a Parquet output): integers inside int64, a number
+    written as an integer within +-2^53 (a float64 holds it), judged against Python's ints and
+    jsonschema; integer bounds that leave no int64 stay as the schema says (a number keeps its
+    spellings with a fraction, so it never falls back)."""
     schema = {"type": "integer", **bounds}
-    program = compile_program(schema, GrammarOptions(integers="int64")).program
-    lo, hi = -(2**63), 2**63 - 1
-    edges = [0, 7, -5, -6, lo, lo - 1, hi, hi + 1, 2**62, 2**62 - 1, 2**64, 2**64 + 1, 2**70, 2**70 + 3, 10**19,
-             -(10**19), 2**80 - 1, 2**80]
+    program = compile_program(schema, GrammarOptions(numbers="parquet")).program
+    integer = schema["type"] != "number"
+    lo, hi = (-(2**63), 2**63 - 1) if integer else (-(2**53), 2**53)
+    edges = [0, 7, -5, -6, lo, lo - 1, hi, hi + 1, 2**53 + 1, 2**60, 2**62, 2**62 - 1, 2**64, 2**64 + 1, 2**70,
+             2**70 + 3, 10**19, -(10**19), 2**80 - 1, 2**80]
     rng = random.Random(str(bounds))
     values = edges + [rng.randrange(-(2**66), 2**66) for _ in range(400)] + [rng.randrange(2**69, 2**71) for _ in range(100)]
-    outside = bounds.get("minimum", lo) > hi
+    check = jsonschema.Draft202012Validator(schema)
+    fallback = integer and not any(lo <= v <= hi and check.is_valid(v) for v in values)
     for v in values:
-        want = jsonschema.Draft202012Validator(schema).is_valid(v) and (outside or lo <= v <= hi)
+        want = check.is_valid(v) and (lo <= v <= hi or fallback)
         assert program.accepts(str(v).encode()) == want, v
     assert program.accepts(b"null") == ("null" in schema["type"])
+    if not integer:  # with a fraction or an exponent json.loads gives a float: a float64 column holds it
+        plain = compile_program(schema).program  # (bounded decimals are written without an exponent)
+        for text in ("1152921504606846976.5", "-1152921504606846976.5", "1.5e300", "2e18", "-0", "0.25"):
+            assert program.accepts(text.encode()) == plain.accepts(text.encode()), text
 
 
 def test_string_length_counts_characters():

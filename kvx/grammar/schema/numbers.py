@@ -116,6 +116,19 @@ ANY_NUMBER = ra.Embed(compile_node(ra.seq(ra.opt(ra.lit("-")), UINT, FRACTION, r
 ANY_INTEGER = ra.Embed(compile_node(ra.alt(ra.lit("0"), ra.seq(ra.opt(ra.lit("-")), NONZERO, ra.star(DIGIT)))))  # no -0
 
 
+FLOAT64_EXACT_INT = 1 << 53  # every integer up to this magnitude is a float64
+
+
+@lru_cache(maxsize=1)
+def float64_exact() -> DFA:
+    """JSON numbers a float64 holds as written or reads as a float anyway: an integer spelling
+    (json.loads gives an int) only within +-2^53, anything with a fraction or an exponent."""
+    sign = ra.opt(ra.lit("-"))
+    return compile_node(ra.alt(ra.lit("-0"), _int_range(-FLOAT64_EXACT_INT, FLOAT64_EXACT_INT),
+                               ra.seq(sign, UINT, ra.lit("."), ra.plus(DIGIT), ra.opt(EXPONENT)),
+                               ra.seq(sign, UINT, EXPONENT)))
+
+
 def _split(m: Decimal) -> tuple[int, str]:
     """Non-negative decimal -> (integer part, fraction digits without trailing zeros)."""
     text = format(m, "f")

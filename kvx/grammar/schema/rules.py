@@ -47,7 +47,7 @@ class RuleBuilder:
         self.doc = Document(root)
         self.opt = options
         self.notes = Notes(self.doc, options.lenient)
-        self.scalars = Scalars(self.notes, options.max_states, options.integers)
+        self.scalars = Scalars(self.notes, options.max_states, options.numbers)
         self.apps = Applicators(self.doc, self.notes)
         flexible = options.whitespace == "flexible"
         self.ws = ra.rep(ra.chars(" \t\n\r"), 0, options.max_ws) if flexible else ra.EMPTY

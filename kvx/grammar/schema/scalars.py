@@ -19,7 +19,7 @@ from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product, repeat
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
-from kvx.grammar.options import Integers
+from kvx.grammar.options import Numbers
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
 from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
@@ -151,11 +151,11 @@ def number_spellings(v) -> ra.Node:
 
 
 class Scalars:
-    def __init__(self, notes: Notes, max_states: int, integers: Integers = "any"):
+    def __init__(self, notes: Notes, max_states: int, numbers: Numbers = "json"):
         self.notes = notes
         self.doc = notes.doc
         self.max_states = max_states
-        self.integers = integers
+        self.numbers = numbers
         self._readers: dict[str, object] = {}  # dialect -> jsonschema validator reading internal keywords
         self._validators: dict[tuple, tuple] = {}  # (id(node), reading) -> (node, its validator)
         # the record check's format checker: the root's draft's (jsonschema keeps it in a subschema
@@ -339,7 +339,7 @@ class Scalars:
             b = None if hi is None else (math.ceil(hi[0]) - 1 if hi[1] or hi[0] != int(hi[0]) else int(hi[0]))
             if a is not None and b is not None and a > b:
                 return ra.NOTHING
-            if self.integers == "int64":
+            if self.numbers == "parquet":
                 a, b = numbers.within_int64(a, b)
             base = numbers.int_range(a, b)
             if not multiples and not excluded and not off_multiples:
@@ -347,7 +347,9 @@ class Scalars:
             langs = [fast_compile(base, self.max_states)] + multiples
         else:
             if lo is None and hi is None and not multiples and not excluded and not fraction and not off_multiples:
-                return numbers.ANY_NUMBER
+                if self.numbers == "json":
+                    return numbers.ANY_NUMBER
+                return ra.Embed(numbers.float64_exact())  # no bound to fall back on: never empty
             langs = multiples
             if lo is not None:
                 langs.append(fast_compile(numbers.decimal_ge(*lo), self.max_states))
@@ -361,6 +363,10 @@ class Scalars:
                 langs.append(fast_compile(PLAIN_NUMBER, self.max_states))
         minus = [fast_compile(ra.alt(*(number_spellings(v) for v in excluded)))] if excluded else []
         minus += [self._whole_multiples(m, integer) for m in dict.fromkeys(off_multiples)]
+        if self.numbers == "parquet" and not integer:
+            exact = self.combine(langs + [numbers.float64_exact()], minus)
+            if not ra.is_nothing(exact):
+                return exact
         return self.combine(langs, minus)
 
     def _bound(self, node: dict, kw: str, ptr: str):
