@@ -590,13 +590,13 @@ def _literal_chain(text: list[int]) -> CDFA:
     for b in distinct:
         classes[b] = rank[b]
     n, k = len(text), len(rank)
-    trans = [-1] * ((n + 1) * k)
-    for i, b in enumerate(text):
-        trans[i * k + rank[b]] = i + 1
+    cob = np.frombuffer(bytes(classes), dtype=np.uint8).astype(np.int64)
+    trans = np.full((n + 1, k), -1, dtype=np.int32)
+    steps = np.arange(n + 1, dtype=np.int32)
+    trans[steps[:-1], cob[text]] = steps[1:]  # the i-th byte's class leads from state i to i + 1
     acc = np.zeros(n + 1, dtype=bool)
     acc[n] = True
-    return CDFA(np.array(trans, dtype=np.int32).reshape(n + 1, k), acc, 0,
-                np.frombuffer(bytes(classes), dtype=np.uint8).astype(np.int64))
+    return CDFA(trans, acc, 0, cob)
 
 
 def fast_compile(node: ra.Node, max_states: int = DEFAULT_MAX_STATES) -> DFA | None:
