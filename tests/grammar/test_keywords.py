@@ -613,8 +613,9 @@ def test_a_pattern_past_the_cap_is_relaxed_and_post_checked():
     over 16 are written unbounded and the pattern is checked after generation (the ARN); a length
     bound whose counter times the pattern is past the cap is left to that check too (the
     identifier's maxLength: its pattern alone now fits the cap, as composed results drop the states
-    nothing enters, and is kept exact). The same pattern where it sorts keys (patternProperties) is
-    not relaxed: a looser key set there would also move keys between regions."""
+    nothing enters, and is kept exact). The same pattern where it sorts keys (patternProperties) of an
+    object other keys may join is not relaxed: a looser key set there would also move keys between
+    regions (the next test has the case where none may)."""
     ident = r"^[^\.\s\\/:\*\?\"<>\|\x01-\x1f]{1,32}(\.[^\.\s\\/:\*\?\"<>\|\x01-\x1f]{1,32}){1,3}$"
     arn = r"^arn:[a-z0-9-\.]{1,63}:[a-z0-9-\.]{0,63}:[^/].{0,1023}$"
     schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": ident, "maxLength": 128},
@@ -631,8 +632,38 @@ def test_a_pattern_past_the_cap_is_relaxed_and_post_checked():
              dump({"id": "a.b.c.d.e"}), seg33, dump({"id": "a:b.c"}),
              dump({"arn": "arn:aws:s3:bucket/key"}), dump({"arn": "arn:aws:s3:/key"}), dump({"arn": "arm:aws:s3:x"}), long_id]
     _agrees_but_for(grammar, check, texts, {long_id})
-    with pytest.raises(UnsupportedSchema, match="patternProperties"):
-        compile_program({"type": "object", "patternProperties": {arn: {"type": "integer"}}})
+    with pytest.raises(UnsupportedSchema, match="patternProperties"):  # other keys may come: JSON Schema's default
+        compile_program({"type": "object", "patternProperties": {arn: {"type": "integer"}}},
+                        GrammarOptions(extra_keys="schema"))
+
+
+@pytest.mark.parametrize("extra_keys", ["schema", "declared"])
+@pytest.mark.parametrize("pattern,count", [(r"^[a-z][a-z0-9_]{0,9999}$", 10000), (r"^[a-z][a-z0-9_]{0,255}$", 256)],
+                         ids=["pattern-past-the-cap", "object-past-the-cap"])
+def test_a_key_pattern_past_the_cap_is_relaxed_where_no_other_key_may_be(extra_keys, pattern, count):
+    """A lone key pattern past the cap, alone or in its object (Vercel's and SageMaker's key maps,
+    `^.{1,256}$` with `maxProperties: 100`: the key automaton a hundred times), on an object no other
+    key may join (`additionalProperties: false`), is relaxed as a value's pattern is: a key it lets in
+    wrongly is one the record check refuses, not a valid key given another schema. Open to other
+    keys, it stays refused (above)."""
+    schema = {"type": "object", "patternProperties": {pattern: {"type": "integer"}}, "additionalProperties": False,
+              "maxProperties": 100}
+    options = GrammarOptions(extra_keys=extra_keys)
+    compiled = compile_program(schema, options)
+    assert compiled.post_checks == ["/patternProperties"]
+    assert any("key pattern" in w and "past the state cap" in w for w in compiled.warnings)
+    grammar = compile_schema(schema, smol_tokenizer(), options)
+    check = jsonschema.Draft202012Validator(schema)
+    dump = lambda v: json.dumps(v, separators=(",", ":"))
+    too_long = dump({"k" * (count + 1): 1})
+    texts = [dump({"name": 1, "b_2": 3}), dump({"k" * count: 1}), too_long, dump({"2b": 1}), dump({"name": "x"}),
+             dump({}), dump({"Name": 1})]
+    _agrees_but_for(grammar, check, texts, {too_long})
+    open_schema = {**schema, "additionalProperties": {"type": "string"}}
+    with pytest.raises(UnsupportedSchema, match="too large for the automaton"):
+        compile_program(open_schema, options)
+    with pytest.raises(UnsupportedSchema, match=r"unsupported pattern '\(\?<=a\)b' \(lookbehind"):  # asked first
+        compile_program({**schema, "patternProperties": {"(?<=a)b": {}}}, options)
 
 
 def test_a_value_pattern_is_built_once_also_when_it_is_past_the_cap(monkeypatch):

@@ -22,7 +22,7 @@ from kvx.grammar.schema import strings
 from kvx.grammar.schema.containers import Body
 from kvx.grammar.schema.key_names import body_without_names
 from kvx.grammar.schema.refs import escape
-from kvx.grammar.schema.regex_parse import reads_classes
+from kvx.grammar.schema.regex_parse import RELAX_OVER, PatternError, is_relaxed, reads_classes, relaxed_dfa, relaxes
 from kvx.grammar.schema.scalars import count_keyword
 from kvx.grammar.schema.values import dumps
 
@@ -31,8 +31,12 @@ MAX_LOOSE = 6  # required names no `properties` declares, tracked as a set (2^n)
 
 
 class ObjectBody(Body):
-    def __init__(self, slots, alt, context: tuple):
+    def __init__(self, slots, alt, context: tuple, relax_keys: bool = False):
         super().__init__(slots, alt, context)
+        # read a lone key pattern relaxed where _relaxable allows it, even if it fits the cap as written
+        # (the rule builder's second try, once this object's rule was past the cap with it)
+        self.relax_keys = relax_keys
+        self.relaxed_keys = False  # a key pattern was read relaxed
         self.rank = {k: i for i, k in enumerate(slots.key_order(context))}
         # each piece's patternProperties (read for every key: openapi's 4,000 keys x 40 pieces)
         self.patterns = [pats if isinstance(pats := node.get("patternProperties", {}), dict) else {}
@@ -194,7 +198,13 @@ class ObjectBody(Body):
         with `witness`, only those of its keys, their values also failing its schema."""
         patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
         regions = []
-        for chosen, keys in self._key_regions(patterns):
+        relax = self._relaxable(patterns, closed, witness)
+        if relax:  # said here, once a compile: the regions themselves are kept across compiles
+            ptr = next(p.ptr for i, p in enumerate(self.alt) if patterns[0] in self._patterns(i))
+            self.s.notes.post_check("patternProperties", ptr, f"the key pattern {patterns[0]!r} is past "
+                                    f"the state cap (alone or in its object): its repeats over {RELAX_OVER} "
+                                    "written unbounded")
+        for chosen, keys in self._key_regions(patterns, relax):
             if witness is not None:
                 keys = product(keys, witness[0], "and", self.s.scalars.max_states)
                 if keys is None:
@@ -204,30 +214,47 @@ class ObjectBody(Body):
                 regions.append(member)
         return ra.alt(*regions) if regions else None
 
-    def _key_regions(self, patterns: list) -> list[tuple[frozenset, DFA]]:
+    def _relaxable(self, patterns: list, closed: bool, witness: tuple | None) -> bool:
+        """Whether a key pattern past the state cap may be read relaxed (regex_parse.RELAX_OVER: a
+        superset, then checked after generation, as a value's own pattern is): one pattern, no
+        negation asking for a member, and nothing for a key outside it (`closed`, or a value no key
+        may have: `additionalProperties: false`). A key the relaxed pattern lets in wrongly is then
+        one the record check refuses, never a valid key given another key's schema."""
+        if len(patterns) != 1 or witness is not None:
+            return False
+        try:
+            wanted = relaxes(patterns[0]) if self.relax_keys else is_relaxed(patterns[0], self.s.scalars.max_states)
+        except PatternError:  # refused with its place where the regions are cut
+            return False
+        self.relaxed_keys = wanted and (closed or ra.is_nothing(self._region_value(frozenset())))
+        return self.relaxed_keys
+
+    def _key_regions(self, patterns: list, relax: bool = False) -> list[tuple[frozenset, DFA]]:
         """The key space cut by the patterns: (the patterns its keys match, the string bodies matching
         exactly those), each pattern splitting every region so far, the empty parts dropped: patterns
         that exclude each other (`^table `, `^view `...) make n + 1 regions, not 2^n. Kept per pattern
-        list: OpenAPI's 200 objects each cut by `^x-` paid two products apiece."""
-        key = (tuple(patterns), self.s.scalars.max_states)
+        list: OpenAPI's 200 objects each cut by `^x-` paid two products apiece. `relax`: see
+        _relaxable."""
+        key = (tuple(patterns), self.s.scalars.max_states, relax)
         hit = _REGIONS.get(key)
         if hit is None:
-            hit = self._cut_regions(patterns)
+            hit = self._cut_regions(patterns, relax)
             if len(_REGIONS) > 1024:
                 _REGIONS.clear()
             _REGIONS[key] = hit
         return hit
 
-    def _cut_regions(self, patterns: list) -> list[tuple[frozenset, DFA]]:
+    def _cut_regions(self, patterns: list, relax: bool) -> list[tuple[frozenset, DFA]]:
         regions = [(frozenset(), any_key_body())]
         max_states = self.s.scalars.max_states
         for pat in patterns:
             # a key matching the pattern in one reading only (regex_parse.pattern_dfa) is in no
             # region; read wide only for \d and \w (a key "größe" against `^\w+$`): wide `.` and `$`
             # differ on line breaks alone, and a second automaton for every `$` cost 7% of the compile
-            dfa = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties")
-            wide = self.s.scalars._pattern(pat, self.alt[0].ptr + "/patternProperties", wide=True) \
-                if reads_classes(pat) else dfa
+            where = self.alt[0].ptr + "/patternProperties"
+            dfa = relaxed_dfa(pat, f"{self.s.notes.where(where)}/pattern", max_states) if relax \
+                else self.s.scalars._pattern(pat, where)
+            wide = self.s.scalars._pattern(pat, where, wide=True) if reads_classes(pat) and not relax else dfa
             split = []
             for chosen, keys in regions:
                 inside = None if dfa is None else product(keys, dfa, "and", max_states)
@@ -244,6 +271,17 @@ class ObjectBody(Body):
 
     def _region(self, chosen: frozenset, keys: DFA, declared: tuple, witness: tuple | None = None) -> ra.Node | None:
         """The member of keys matching exactly the patterns in `chosen` (None if there is none)."""
+        value = self._region_value(chosen, witness)
+        if ra.is_nothing(value):
+            return None
+        key = self._key_language(keys, declared)
+        if key is None:
+            return None
+        ws = self.s.ws
+        return ra.seq(strings.quoted(ra.Embed(key)), ws, ra.lit(":"), ws, value, ws)
+
+    def _region_value(self, chosen: frozenset, witness: tuple | None = None) -> ra.Node:
+        """The value of a key matching exactly the patterns in `chosen`."""
         ptrs = [witness[1]] if witness and witness[1] else []
         for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
             mine = [pat for pat in self._patterns(i) if pat in chosen]
@@ -253,14 +291,7 @@ class ObjectBody(Body):
                 ptrs.append(f"{p.ptr}/additionalProperties")
             elif "unevaluatedProperties" in node and not self._region_evaluated(chosen, i):
                 ptrs.append(f"{p.ptr}/unevaluatedProperties")
-        value = self.s.value(tuple(ptrs), self.s.member_context(self.context, key="", patterns=frozenset(chosen)))
-        if ra.is_nothing(value):
-            return None
-        key = self._key_language(keys, declared)
-        if key is None:
-            return None
-        ws = self.s.ws
-        return ra.seq(strings.quoted(ra.Embed(key)), ws, ra.lit(":"), ws, value, ws)
+        return self.s.value(tuple(ptrs), self.s.member_context(self.context, key="", patterns=frozenset(chosen)))
 
     def _region_evaluated(self, chosen: set, i: int) -> bool:
         return self._evaluates_all(i) or any(pat in chosen for j in self.scope[i] for pat in self._patterns(j))

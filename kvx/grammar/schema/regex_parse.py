@@ -463,6 +463,29 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: 
     return dfa
 
 
+def relaxed_dfa(pattern: str, pointer: str, max_states: int):
+    """The relaxed language of `pattern` (its repeats over RELAX_OVER unbounded) whatever its size as
+    written: a key pattern read so where its object is past the cap with it (objects.py)."""
+    try:
+        dfa, err = _compiled(pattern, max_states, True, False)
+    except PatternError as e:
+        raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({e}) at {pointer}", "pattern", pointer) from None
+    if err is not None:
+        raise too_large(pointer, err, "pattern")
+    return dfa
+
+
+@lru_cache(maxsize=1024)
+def relaxes(pattern: str) -> bool:
+    """Whether relaxing changes `pattern` (it has a repeat bounded over RELAX_OVER); False for a
+    pattern kvx cannot read (refused where it is built)."""
+    try:
+        tree = _Parser(pattern).parse()
+    except PatternError:
+        return False
+    return _relaxed(tree) != tree
+
+
 def is_relaxed(pattern: str, max_states: int) -> bool:
     """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's `relax`). The
     arguments are spelt as pattern_dfa spells them: lru_cache keys a call by its arguments as given,
