@@ -214,6 +214,12 @@ class ObjectBody(Body):
                 regions.append(member)
         return ra.alt(*regions) if regions else None
 
+    def may_relax_keys(self) -> bool:
+        """Whether the object has a lone key pattern that relaxing would change (the rule builder's
+        first look before building it again; _relaxable decides the rest)."""
+        patterns = {pat for pats in self.patterns for pat in pats}
+        return len(patterns) == 1 and relaxes(next(iter(patterns)))
+
     def _relaxable(self, patterns: list, closed: bool, witness: tuple | None) -> bool:
         """Whether a key pattern past the state cap may be read relaxed (regex_parse.RELAX_OVER: a
         superset, then checked after generation, as a value's own pattern is): one pattern, no

@@ -83,16 +83,19 @@ class RuleBuilder:
         """An object or array rule's composed body. An object rule past the cap is built once more
         with its lone key pattern relaxed where that is safe (ObjectBody._relaxable): a key map
         bounded `^.{1,256}$` and `maxProperties: 100` holds its key automaton a hundred times."""
+        body = None
         try:
-            return self._composer.build_shared(ra.alt(*(self._body(kind, alt, context).build() for alt in alts)))
-        except DeadlinePassed:
-            raise
+            body = ra.alt(*(self._body(kind, alt, context).build() for alt in alts))
+            return self._composer.build_shared(body)
         except TooLarge as err:
-            if kind == "object":
+            if kind == "object" and not isinstance(err, DeadlinePassed):
                 relaxed = [ObjectBody(self, alt, context, relax_keys=True) for alt in alts]
-                body = ra.alt(*(b.build() for b in relaxed))
-                if any(b.relaxed_keys for b in relaxed):
-                    return self._compile(body, self._where[rid])
+                if any(b.may_relax_keys() for b in relaxed):  # else the walk again would only cost time
+                    body = ra.alt(*(b.build() for b in relaxed))
+                    if any(b.relaxed_keys for b in relaxed):
+                        return self._compile(body, self._where[rid])
+            if body is None:  # the walk's own: named as it names it
+                raise
             raise too_large(self.doc.where(self._where[rid]), err) from None
 
     def _body(self, kind: str, alt: Alternative, context: tuple) -> ObjectBody | ArrayBody:
