@@ -22,7 +22,8 @@ from kvx.grammar.schema import strings
 from kvx.grammar.schema.containers import Body
 from kvx.grammar.schema.key_names import body_without_names
 from kvx.grammar.schema.refs import escape
-from kvx.grammar.schema.regex_parse import RELAX_OVER, PatternError, is_relaxed, reads_classes, relaxed_dfa, relaxes
+from kvx.grammar.schema.regex_parse import (RELAX_OVER, PatternError, is_relaxed, pattern_dfa, reads_classes, relaxed_dfa,
+                                             relaxes)
 from kvx.grammar.schema.scalars import count_keyword
 from kvx.grammar.schema.values import dumps
 
@@ -31,12 +32,9 @@ MAX_LOOSE = 6  # required names no `properties` declares, tracked as a set (2^n)
 
 
 class ObjectBody(Body):
-    def __init__(self, slots, alt, context: tuple, relax_keys: bool = False):
+    def __init__(self, slots, alt, context: tuple):
         super().__init__(slots, alt, context)
-        # read a lone key pattern relaxed where _relaxable allows it, even if it fits the cap as written
-        # (the rule builder's second try, once this object's rule was past the cap with it)
-        self.relax_keys = relax_keys
-        self.relaxed_keys = False  # a key pattern was read relaxed
+        self.max_members: int | None = None  # maxProperties over the pieces (build sets it)
         self.rank = {k: i for i, k in enumerate(slots.key_order(context))}
         # each piece's patternProperties (read for every key: openapi's 4,000 keys x 40 pieces)
         self.patterns = [pats if isinstance(pats := node.get("patternProperties", {}), dict) else {}
@@ -71,6 +69,7 @@ class ObjectBody(Body):
         closed = (self.s.opt.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
                   and (witness is None or any(m[-1] is not None for m in members + loose)))
         names = tuple(order) + tuple(sorted(absent - set(order)))
+        self.max_members = hi
         extra = self._extra(names, closed)
         failing_extra = self._extra(names, closed, witness) if witness else None
         if closed:  # named by the piece that declares the keys (a $ref's target, not the referrer)
@@ -214,26 +213,33 @@ class ObjectBody(Body):
                 regions.append(member)
         return ra.alt(*regions) if regions else None
 
-    def may_relax_keys(self) -> bool:
-        """Whether the object has a lone key pattern that relaxing would change (the rule builder's
-        first look before building it again; _relaxable decides the rest)."""
-        patterns = {pat for pats in self.patterns for pat in pats}
-        return len(patterns) == 1 and relaxes(next(iter(patterns)))
-
     def _relaxable(self, patterns: list, closed: bool, witness: tuple | None) -> bool:
-        """Whether a key pattern past the state cap may be read relaxed (regex_parse.RELAX_OVER: a
-        superset, then checked after generation, as a value's own pattern is): one pattern, no
-        negation asking for a member, and nothing for a key outside it (`closed`, or a value no key
-        may have: `additionalProperties: false`). A key the relaxed pattern lets in wrongly is then
-        one the record check refuses, never a valid key given another key's schema."""
+        """Whether a key pattern past the state cap (alone or in its object: _keys_past_cap) may be
+        read relaxed (regex_parse.RELAX_OVER: a superset, then checked after generation, as a value's
+        own pattern is): one pattern that relaxing changes, no negation asking for a member, and
+        nothing for a key outside it (`closed`, or a value no key may have: `additionalProperties:
+        false`). A key the relaxed pattern lets in wrongly is then one the record check refuses,
+        never a valid key given another key's schema."""
         if len(patterns) != 1 or witness is not None:
             return False
         try:
-            wanted = relaxes(patterns[0]) if self.relax_keys else is_relaxed(patterns[0], self.s.scalars.max_states)
+            wanted = relaxes(patterns[0]) and self._keys_past_cap(patterns[0])
         except PatternError:  # refused with its place where the regions are cut
             return False
-        self.relaxed_keys = wanted and (closed or ra.is_nothing(self._region_value(frozenset())))
-        return self.relaxed_keys
+        return wanted and (closed or ra.is_nothing(self._region_value(frozenset())))
+
+    def _keys_past_cap(self, pattern: str) -> bool:
+        """Whether the key pattern is past the cap, alone or written once per member the object may
+        hold: `^.{1,256}$` is 29,697 states as written, under the cap, but Vercel's `maxProperties:
+        100` writes it a hundred times (seen here, before the rule is built and runs to the cap)."""
+        max_states = self.s.scalars.max_states
+        if is_relaxed(pattern, max_states):
+            return True
+        try:
+            exact = pattern_dfa(pattern, "", max_states)  # built already (is_relaxed), kept by its cache
+        except UnsupportedSchema:  # past the cap relaxed too: refused with its place where regions are cut
+            return False
+        return exact is not None and exact.num_states * max(1, self.max_members or 1) > max_states
 
     def _key_regions(self, patterns: list, relax: bool = False) -> list[tuple[frozenset, DFA]]:
         """The key space cut by the patterns: (the patterns its keys match, the string bodies matching

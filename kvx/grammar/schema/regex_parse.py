@@ -465,7 +465,7 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: 
 
 def relaxed_dfa(pattern: str, pointer: str, max_states: int):
     """The relaxed language of `pattern` (its repeats over RELAX_OVER unbounded) whatever its size as
-    written: a key pattern read so where its object is past the cap with it (objects.py)."""
+    written: a key pattern read so where its object would be past the cap with it (objects.py)."""
     try:
         dfa, err = _compiled(pattern, max_states, True, False)
     except PatternError as e:

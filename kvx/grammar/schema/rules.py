@@ -17,7 +17,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.cdfa import literal_set
 from kvx.grammar.automata.compose import Composer
 from kvx.grammar.automata.pda import Program, call_symbol, link
-from kvx.grammar.errors import DeadlinePassed, TooLarge, UnsupportedSchema, too_large
+from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.applicators import Alternative, Applicators
 from kvx.grammar.schema.arrays import ArrayBody
 from kvx.grammar.schema.keywords import TYPES, Notes, described_types
@@ -74,32 +74,12 @@ class RuleBuilder:
             generic = (rid, self.opt) if rid in GENERIC_RULES.values() else None
             bodies[rid] = _GENERIC_BODIES.get(generic)
             if bodies[rid] is None:
-                bodies[rid] = self._container_rule(rid, kind, alts, context)
+                body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build()
+                                for alt in alts))
+                bodies[rid] = self._compile(body, self._where[rid])
                 if generic:
                     _GENERIC_BODIES[generic] = bodies[rid]
         return link(bodies)
-
-    def _container_rule(self, rid: int, kind: str, alts: tuple, context: tuple):
-        """An object or array rule's composed body. An object rule past the cap is built once more
-        with its lone key pattern relaxed where that is safe (ObjectBody._relaxable): a key map
-        bounded `^.{1,256}$` and `maxProperties: 100` holds its key automaton a hundred times."""
-        body = None
-        try:
-            body = ra.alt(*(self._body(kind, alt, context).build() for alt in alts))
-            return self._composer.build_shared(body)
-        except TooLarge as err:
-            if kind == "object" and not isinstance(err, DeadlinePassed):
-                relaxed = [ObjectBody(self, alt, context, relax_keys=True) for alt in alts]
-                if any(b.may_relax_keys() for b in relaxed):  # else the walk again would only cost time
-                    body = ra.alt(*(b.build() for b in relaxed))
-                    if any(b.relaxed_keys for b in relaxed):
-                        return self._compile(body, self._where[rid])
-            if body is None:  # the walk's own: named as it names it
-                raise
-            raise too_large(self.doc.where(self._where[rid]), err) from None
-
-    def _body(self, kind: str, alt: Alternative, context: tuple) -> ObjectBody | ArrayBody:
-        return ObjectBody(self, alt, context) if kind == "object" else ArrayBody(self, alt, context)
 
     def _compile(self, node: ra.Node, where: str):
         try:
