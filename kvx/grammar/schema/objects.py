@@ -22,8 +22,7 @@ from kvx.grammar.schema import strings
 from kvx.grammar.schema.containers import Body
 from kvx.grammar.schema.key_names import body_without_names
 from kvx.grammar.schema.refs import escape
-from kvx.grammar.schema.regex_parse import (RELAX_OVER, PatternError, is_relaxed, pattern_dfa, reads_classes, relaxed_dfa,
-                                             relaxes)
+from kvx.grammar.schema.regex_parse import RELAX_OVER, PatternError, reads_classes, relaxes, written_states
 from kvx.grammar.schema.scalars import count_keyword
 from kvx.grammar.schema.values import dumps
 
@@ -34,7 +33,6 @@ MAX_LOOSE = 6  # required names no `properties` declares, tracked as a set (2^n)
 class ObjectBody(Body):
     def __init__(self, slots, alt, context: tuple):
         super().__init__(slots, alt, context)
-        self.max_members: int | None = None  # maxProperties over the pieces (build sets it)
         self.rank = {k: i for i, k in enumerate(slots.key_order(context))}
         # each piece's patternProperties (read for every key: openapi's 4,000 keys x 40 pieces)
         self.patterns = [pats if isinstance(pats := node.get("patternProperties", {}), dict) else {}
@@ -69,9 +67,8 @@ class ObjectBody(Body):
         closed = (self.s.opt.extra_keys == "declared" and self._silent_about_others() and lo <= len(members) + len(loose)
                   and (witness is None or any(m[-1] is not None for m in members + loose)))
         names = tuple(order) + tuple(sorted(absent - set(order)))
-        self.max_members = hi
-        extra = self._extra(names, closed)
-        failing_extra = self._extra(names, closed, witness) if witness else None
+        extra = self._extra(names, closed, hi)
+        failing_extra = self._extra(names, closed, hi, witness) if witness else None
         if closed:  # named by the piece that declares the keys (a $ref's target, not the referrer)
             self.s.notes.closed_object(next(p.ptr for p, node in zip(self.alt, self.nodes) if self._declares(node)))
         graph = members_graph(members, (extra, failing_extra), [(m, failing) for m, _, failing in loose], lo, hi,
@@ -192,12 +189,13 @@ class ObjectBody(Body):
     def _declares(node: dict) -> bool:
         return bool(node.get("properties") or node.get("patternProperties"))
 
-    def _extra(self, declared: tuple, closed: bool, witness: tuple | None = None) -> ra.Node | None:
+    def _extra(self, declared: tuple, closed: bool, most: int | None, witness: tuple | None = None) -> ra.Node | None:
         """Members of undeclared keys, by the patterns they match; `closed`: none matching no pattern;
-        with `witness`, only those of its keys, their values also failing its schema."""
+        `most`: the object's maxProperties; with `witness`, only those of its keys, their values also
+        failing its schema."""
         patterns = sorted({pat for i in range(len(self.alt)) for pat in self._patterns(i)})
         regions = []
-        relax = self._relaxable(patterns, closed, witness)
+        relax = self._relaxable(patterns, closed, most, witness)
         if relax:  # said here, once a compile: the regions themselves are kept across compiles
             ptr = next(p.ptr for i, p in enumerate(self.alt) if patterns[0] in self._patterns(i))
             self.s.notes.post_check("patternProperties", ptr, f"the key pattern {patterns[0]!r} is past "
@@ -213,7 +211,7 @@ class ObjectBody(Body):
                 regions.append(member)
         return ra.alt(*regions) if regions else None
 
-    def _relaxable(self, patterns: list, closed: bool, witness: tuple | None) -> bool:
+    def _relaxable(self, patterns: list, closed: bool, most: int | None, witness: tuple | None) -> bool:
         """Whether a key pattern past the state cap (alone or in its object: _keys_past_cap) may be
         read relaxed (regex_parse.RELAX_OVER: a superset, then checked after generation, as a value's
         own pattern is): one pattern that relaxing changes, no negation asking for a member, and
@@ -223,23 +221,18 @@ class ObjectBody(Body):
         if len(patterns) != 1 or witness is not None:
             return False
         try:
-            wanted = relaxes(patterns[0]) and self._keys_past_cap(patterns[0])
+            wanted = relaxes(patterns[0]) and self._keys_past_cap(patterns[0], most)
         except PatternError:  # refused with its place where the regions are cut
             return False
         return wanted and (closed or ra.is_nothing(self._region_value(frozenset())))
 
-    def _keys_past_cap(self, pattern: str) -> bool:
+    def _keys_past_cap(self, pattern: str, most: int | None) -> bool:
         """Whether the key pattern is past the cap, alone or written once per member the object may
         hold: `^.{1,256}$` is 29,697 states as written, under the cap, but Vercel's `maxProperties:
         100` writes it a hundred times (seen here, before the rule is built and runs to the cap)."""
         max_states = self.s.scalars.max_states
-        if is_relaxed(pattern, max_states):
-            return True
-        try:
-            exact = pattern_dfa(pattern, "", max_states)  # built already (is_relaxed), kept by its cache
-        except UnsupportedSchema:  # past the cap relaxed too: refused with its place where regions are cut
-            return False
-        return exact is not None and exact.num_states * max(1, self.max_members or 1) > max_states
+        states = written_states(pattern, max_states)
+        return states is None or states * (most or 1) > max_states
 
     def _key_regions(self, patterns: list, relax: bool = False) -> list[tuple[frozenset, DFA]]:
         """The key space cut by the patterns: (the patterns its keys match, the string bodies matching
@@ -264,8 +257,7 @@ class ObjectBody(Body):
             # region; read wide only for \d and \w (a key "größe" against `^\w+$`): wide `.` and `$`
             # differ on line breaks alone, and a second automaton for every `$` cost 7% of the compile
             where = self.alt[0].ptr + "/patternProperties"
-            dfa = relaxed_dfa(pat, f"{self.s.notes.where(where)}/pattern", max_states) if relax \
-                else self.s.scalars._pattern(pat, where)
+            dfa = self.s.scalars._pattern(pat, where, relax="always" if relax else "no")
             wide = self.s.scalars._pattern(pat, where, wide=True) if reads_classes(pat) and not relax else dfa
             split = []
             for chosen, keys in regions:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Literal
 
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.automata import deadline
@@ -440,10 +441,15 @@ def _pattern_dfa(pattern: str, max_states: int, relax: bool, wide: bool):
     return _tree_dfa(_relaxed(tree) if relax else tree, strings.json_char, max_states, wide)
 
 
-def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: bool = False, wide: bool = False):
-    """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can. With
-    `relax`, a pattern past the cap gives its relaxed language instead (a superset, see RELAX_OVER):
-    for a value's own pattern, never for a set that is subtracted or that sorts keys.
+# When a pattern is read relaxed (a superset, see RELAX_OVER): "past-cap" where it is past the state
+# cap as written (a value's own pattern), "always" (the lone key pattern of an object no other key may
+# join, past the cap alone or once per member: objects.py); never for a set that is subtracted
+Relax = Literal["no", "past-cap", "always"]
+
+
+def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: Relax = "no", wide: bool = False):
+    """DFA of JSON string bodies whose decoded value matches `pattern`; None if none can; read
+    relaxed as `relax` says.
 
     Read narrow (the default), it holds the values both ECMA-262 and Python's re (the record
     check) find a match in: what a value may be. Read `wide`, those either finds one in: what is
@@ -451,8 +457,8 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: 
     in neither reading. See class_escape and _searched_tree."""
     try:
         wide = wide and reading_matters(pattern)
-        dfa, err = _compiled(pattern, max_states, False, wide)
-        if err is not None and relax:
+        dfa, err = _compiled(pattern, max_states, relax == "always", wide)
+        if err is not None and relax == "past-cap":
             relaxed, still = _compiled(pattern, max_states, True, wide)
             if still is None:
                 return relaxed
@@ -463,16 +469,11 @@ def pattern_dfa(pattern: str, pointer: str, max_states: int = 50_000, *, relax: 
     return dfa
 
 
-def relaxed_dfa(pattern: str, pointer: str, max_states: int):
-    """The relaxed language of `pattern` (its repeats over RELAX_OVER unbounded) whatever its size as
-    written: a key pattern read so where its object would be past the cap with it (objects.py)."""
-    try:
-        dfa, err = _compiled(pattern, max_states, True, False)
-    except PatternError as e:
-        raise UnsupportedSchema(f"unsupported pattern {pattern!r} ({e}) at {pointer}", "pattern", pointer) from None
-    if err is not None:
-        raise too_large(pointer, err, "pattern")
-    return dfa
+def written_states(pattern: str, max_states: int) -> int | None:
+    """The states of `pattern`'s automaton as written (read narrow), None past the cap; PatternError
+    for a pattern kvx cannot read."""
+    dfa, err = _compiled(pattern, max_states, False, False)
+    return None if err is not None else 0 if dfa is None else dfa.num_states
 
 
 @lru_cache(maxsize=1024)
@@ -487,7 +488,7 @@ def relaxes(pattern: str) -> bool:
 
 
 def is_relaxed(pattern: str, max_states: int) -> bool:
-    """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's `relax`). The
+    """Whether `pattern` is past the cap as written and fits relaxed (pattern_dfa's "past-cap"). The
     arguments are spelt as pattern_dfa spells them: lru_cache keys a call by its arguments as given,
     so `_compiled(p, n, False)` would build again what `_compiled(p, n, False, False)` holds."""
     return _compiled(pattern, max_states, False, False)[1] is not None \

@@ -9,7 +9,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jsonschema
 
@@ -26,6 +26,9 @@ from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVA
 from kvx.grammar.schema.refs import escape, validator_of
 from kvx.grammar.schema.unicode_properties import python_pattern
 from kvx.grammar.schema.values import dumps, json_equal
+
+if TYPE_CHECKING:  # regex_parse itself loads with the first pattern
+    from kvx.grammar.schema.regex_parse import Relax
 
 PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # a length bound above this, on a string that also has a pattern or format, is left to the check
@@ -441,7 +444,7 @@ class Scalars:
             if m is not None:
                 hi = m if hi is None else min(hi, m)
             if "pattern" in node:
-                self._pattern(node["pattern"], ptr, relax=True)
+                self._pattern(node["pattern"], ptr, relax="past-cap")
                 patterns.append(node["pattern"])
             if "format" in node and self._format(node["format"], ptr) is not False:
                 formats.append(node["format"])
@@ -504,7 +507,7 @@ class Scalars:
         from kvx.grammar.schema.regex_parse import pattern_dfa
 
         lo, hi, excluded = spec.lo, spec.hi, list(spec.excluded)
-        dfas = [pattern_dfa(p, "pattern", self.max_states, relax=True) for p in spec.patterns]
+        dfas = [pattern_dfa(p, "pattern", self.max_states, relax="past-cap") for p in spec.patterns]
         dfas += [format_dfa(f) for f in spec.formats]
         minus = [pattern_dfa(p, "pattern", self.max_states, wide=True) for p in spec.not_patterns]
         minus += [format_dfa(f) for f in spec.not_formats]
@@ -519,9 +522,9 @@ class Scalars:
             dfas.insert(0, repeat(strings.ANY_CHAR.dfa, lo, hi, self.max_states))
         return self.combine(dfas, minus)
 
-    def _pattern(self, pattern, ptr: str, relax: bool = False, wide: bool = False) -> DFA | None:
-        """The pattern's DFA; `relax` (a string value's own pattern): past the state cap, its relaxed
-        language (regex_parse.RELAX_OVER), the pattern then said post-checked; `wide`: read for
+    def _pattern(self, pattern, ptr: str, relax: Relax = "no", wide: bool = False) -> DFA | None:
+        """The pattern's DFA; `relax` (regex_parse.Relax): "past-cap" (a string value's own pattern)
+        is said post-checked here where it is relaxed, "always" by its caller; `wide`: read for
         subtracting (regex_parse.pattern_dfa)."""
         from kvx.grammar.schema.regex_parse import RELAX_OVER, is_relaxed, pattern_dfa
 
@@ -529,7 +532,7 @@ class Scalars:
             where = self.where(ptr)
             raise UnsupportedSchema(f"invalid schema: 'pattern' must be a string at {where}", "pattern", where)
         dfa = pattern_dfa(pattern, f"{self.where(ptr)}/pattern", self.max_states, relax=relax, wide=wide)
-        if relax and is_relaxed(pattern, self.max_states):
+        if relax == "past-cap" and is_relaxed(pattern, self.max_states):
             self.notes.post_check("pattern", ptr, f"past the state cap: its repeats over {RELAX_OVER} written "
                                   "unbounded")
         return dfa
