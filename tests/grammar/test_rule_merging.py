@@ -6,7 +6,7 @@ import json
 import jsonschema
 import pytest
 
-from kvx.grammar import GrammarOptions
+from kvx.grammar import GrammarOptions, UnsupportedSchema
 from kvx.grammar.automata import compose, pda
 from kvx.grammar.schema.compiler import compile_program
 
@@ -73,3 +73,20 @@ def test_rules_calling_unequal_rules_stay_apart(schema, monkeypatch):
     for text in texts:
         want = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
         assert merged.accepts(text.encode()) == want, text
+
+
+def test_the_states_cap_counts_the_merged_program(monkeypatch):
+    """The cap on all rules together is on the table the program holds: a body shared by many rules
+    (the ten alike items) counts once. Counted per rule, ruff's pyproject schema (24 rules sharing a
+    38,164-state body) was refused at 929,745 states for a program of 46,860."""
+    merged, plain = _program(ALIKE, True, monkeypatch), _program(ALIKE, False, monkeypatch)
+    assert plain.num_states > merged.num_states
+    with monkeypatch.context() as m:
+        m.setattr(pda, "MAX_STATES", merged.num_states)
+        program = compile_program(ALIKE, GrammarOptions()).program
+        assert program.num_states == merged.num_states
+        for text in CASES:
+            assert program.accepts(text.encode()) == jsonschema.Draft202012Validator(ALIKE).is_valid(json.loads(text))
+        m.setattr(pda, "MAX_STATES", merged.num_states - 1)
+        with pytest.raises(UnsupportedSchema, match="states in all rules"):
+            compile_program(ALIKE, GrammarOptions())
