@@ -121,3 +121,29 @@ def test_a_wide_class_is_one_minimal_automaton_of_the_same_language(ranges):
     ours, theirs = minimise(built.dfa.trans, built.dfa.accepting, built.dfa.start), \
         minimise(written.trans, written.accepting, written.start)
     assert ours[0].shape == theirs[0].shape and (ours[0] == theirs[0]).all() and (ours[1] == theirs[1]).all()
+
+
+def test_a_wide_class_is_kept_on_disk_and_a_later_process_loads_the_same_automaton(tmp_path, monkeypatch):
+    """Built once a machine (stored_automata.py): a fresh process compiling a `\\p{L}` pattern spent
+    178 of its 0.55 s deadline building the class. The entry loads as the table that was built; an
+    unreadable entry is rebuilt. (json_char.__wrapped__: the call without the process's memo.)"""
+    from kvx.grammar.schema import strings
+    from kvx.grammar.schema.charset import subtract
+
+    monkeypatch.setenv("KVX_CACHE", str(tmp_path))
+    ranges = subtract(property_ranges("Ll"), ((0x61, 0x61),))  # a class no other test builds
+    assert len(ranges) > strings.WIDE_CLASS
+    build = strings._wide_class
+    built = strings.json_char(ranges).dfa
+    (entry,) = (tmp_path / "grammar" / "classes").iterdir()
+
+    def never(_ranges):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(strings, "_wide_class", never)
+    loaded = strings.json_char.__wrapped__(ranges).dfa
+    assert (loaded.trans == built.trans).all() and (loaded.accepting == built.accepting).all()
+    entry.write_bytes(b"not an npz")
+    monkeypatch.setattr(strings, "_wide_class", build)
+    rebuilt = strings.json_char.__wrapped__(ranges).dfa
+    assert (rebuilt.trans == built.trans).all() and entry.stat().st_size > 100

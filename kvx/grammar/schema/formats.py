@@ -1,15 +1,10 @@
 """`format` as regexes over the decoded string (compiled like patterns, so escapes work)."""
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
-from pathlib import Path
 
-import numpy as np
-
-from kvx.grammar.automata.cdfa import CDFA, compact
-from kvx.npz_cache import read_entry, write_entry
-from kvx.paths import cache_root
+from kvx.grammar.automata.cdfa import compact
+from kvx.grammar.schema.stored_automata import stored
 
 _DEC_OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
 _IPV4 = rf"{_DEC_OCTET}(\.{_DEC_OCTET}){{3}}"
@@ -63,43 +58,10 @@ FORMATS = {
 def format_dfa(name: str):
     """Automaton of JSON string bodies in format `name`; False for a format we do not know. The
     big ones (email 16k states, uri 12k, ipv6 11k) take up to ~0.4 s to build, so they are kept on
-    disk ($KVX_CACHE/grammar/formats) and a process loads them in milliseconds."""
+    disk ($KVX_CACHE/grammar/formats, stored_automata.py) and a process loads them in milliseconds."""
     from kvx.grammar.schema.regex_parse import pattern_dfa
 
     if name not in FORMATS:
         return False
-    path = _cache_path(name)
-    cached = _load(path)
-    if cached is not None:
-        return cached
-    dfa = compact(pattern_dfa(f"^{FORMATS[name]}$", f"format {name}", 50_000))
-    _store(path, dfa)
-    return dfa
-
-
-def _cache_path(name: str) -> Path:
-    """Keyed by the format's regex and the sources that can build it: the schema layer (the pattern
-    reader and the modules it uses) and the automata layer (an automaton built by older composing
-    code is equivalent but may be larger: a cached uri automaton of 12,484 states, where today's
-    code builds 3,611). A list of file names missed new modules."""
-    here = Path(__file__).parent
-    h = hashlib.sha256(FORMATS[name].encode())
-    for src in sorted(here.glob("*.py")) + sorted((here.parent / "automata").glob("*.py")):
-        h.update(src.read_bytes())
-    return cache_root() / "grammar" / "formats" / f"{name}-{h.hexdigest()[:16]}.npz"
-
-
-def _load(path: Path) -> CDFA | None:
-    return read_entry(path, _entry)
-
-
-def _entry(data) -> CDFA:
-    c = CDFA(data["trans"].astype(np.int32), data["accepting"].astype(bool), int(data["start"]),
-             data["cob"].astype(np.int64))
-    if c.cob.shape != (256,) or c.trans.max() >= c.num_states or c.cob.max() >= c.trans.shape[1]:
-        raise ValueError("foreign entry")
-    return c
-
-
-def _store(path: Path, c: CDFA) -> None:
-    write_entry(path, trans=c.trans, accepting=c.accepting, start=np.int64(c.start), cob=c.cob)
+    return stored("formats", name, FORMATS[name],
+                  lambda: compact(pattern_dfa(f"^{FORMATS[name]}$", f"format {name}", 50_000)))

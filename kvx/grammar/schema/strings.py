@@ -13,10 +13,12 @@ from functools import lru_cache
 
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import compact
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.determinize import compile_node, minimise
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.schema.numbers import fixed_range
+from kvx.grammar.schema.stored_automata import stored
 
 SHORT_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f",
                  0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t"}
@@ -90,12 +92,19 @@ WIDE_CLASS = 64  # ranges past which a class is built once, minimised, and embed
 def json_char(ranges: tuple) -> ra.Node:
     """Every JSON-string spelling of one character from `ranges` (normalised code point ranges).
     A wide class (`\\p{L}`: 694 ranges, 3,618 composed states, 819 minimal) is one minimised
-    automaton, built once a process: written out, every pattern holding it composed it again."""
+    automaton, built once a machine (stored_automata.py: 0.1-0.2 s to build, a few ms to load):
+    written out, every pattern holding it composed it again."""
     ranges = cs.intersect(ranges, cs.ANY)
     if len(ranges) > WIDE_CLASS:
-        built = fast_compile(_spellings(ranges))  # never empty: it holds more than WIDE_CLASS ranges
-        return ra.Embed(DFA(*minimise(built.trans, built.accepting, built.start)))
+        key = ",".join(f"{lo}-{hi}" for lo, hi in ranges)
+        name = f"class-{len(ranges)}"
+        return ra.Embed(stored("classes", name, key, lambda: compact(_wide_class(ranges))).expand())
     return _spellings(ranges)
+
+
+def _wide_class(ranges: tuple) -> DFA:
+    built = fast_compile(_spellings(ranges))  # never empty: it holds more than WIDE_CLASS ranges
+    return DFA(*minimise(built.trans, built.accepting, built.start))
 
 
 def _spellings(ranges: tuple) -> ra.Node:
