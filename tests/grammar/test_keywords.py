@@ -637,6 +637,28 @@ def test_a_pattern_past_the_cap_is_relaxed_and_post_checked():
                         GrammarOptions(extra_keys="schema"))
 
 
+def test_a_long_key_name_bound_beside_other_property_names_is_post_checked():
+    """mergify's scope capacities: `propertyNames: {maxLength: 1024}` (20,481 states) and, from an
+    `else`, `propertyNames` of two name patterns; their product was past the cap and refused "at /".
+    Past the cap, the name bounds over 256 are left to the check, as a value's are beside a pattern,
+    and said so; where the product is past the cap even then, the refusal names that propertyNames."""
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}, "propertyNames": {"maxLength": 1024},
+              "allOf": [{"propertyNames": {"anyOf": [{"minLength": 2, "pattern": "^[A-Za-z0-9_-]+$"},
+                                                     {"pattern": "[*?]"}]}}]}
+    compiled = compile_program(schema, GrammarOptions(extra_keys="schema"))
+    assert compiled.post_checks == ["/propertyNames/maxLength"]
+    grammar = compile_schema(schema, smol_tokenizer(), GrammarOptions(extra_keys="schema"))
+    check = jsonschema.Draft202012Validator(schema)
+    dump = lambda v: json.dumps(v, separators=(",", ":"))
+    long_key = dump({"k" * 1025: 1})
+    texts = [dump({}), dump({"ab": 1}), dump({"a": 1}), dump({"a*": 2}), dump({"a b": 1}), dump({"ab": "x"}),
+             dump({"k" * 1024: 1}), long_key]
+    _agrees_but_for(grammar, check, texts, {long_key})
+    with pytest.raises(UnsupportedSchema, match=r"at /allOf/0/propertyNames \(more than 200 DFA states\)"):
+        compile_program({"type": "object", "propertyNames": {"pattern": "^[a-z]*a[a-z]{3}$"},
+                         "allOf": [{"propertyNames": {"pattern": "^[a-z]*b[a-z]{3}$"}}]}, GrammarOptions(max_states=200))
+
+
 @pytest.mark.parametrize("extra_keys", ["schema", "declared"])
 @pytest.mark.parametrize("pattern,count", [(r"^[a-z][a-z0-9_]{0,9999}$", 10000), (r"^[a-z][a-z0-9_]{0,255}$", 256)],
                          ids=["pattern-past-the-cap", "object-past-the-cap"])

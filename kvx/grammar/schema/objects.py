@@ -11,6 +11,8 @@ from being equal; json.loads keeps the last, which still validates because both 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
@@ -23,7 +25,7 @@ from kvx.grammar.schema.containers import Body
 from kvx.grammar.schema.key_names import body_without_names
 from kvx.grammar.schema.refs import escape
 from kvx.grammar.schema.regex_parse import RELAX_OVER, PatternError, reads_classes, relaxes, written_states
-from kvx.grammar.schema.scalars import count_keyword
+from kvx.grammar.schema.scalars import LENGTHS, LONG_WITH_PATTERN, count_keyword
 from kvx.grammar.schema.values import dumps
 
 MAX_REGIONS = 64  # non-empty key regions the patternProperties of one object cut (up to 2^n)
@@ -302,16 +304,33 @@ class ObjectBody(Body):
 
     def _key_language(self, keys: DFA, declared: tuple) -> DFA | None:
         """A region's string bodies, not declared, within every propertyNames."""
-        max_states = self.s.scalars.max_states
-        key = _minus_names(keys, declared, max_states)
+        key = _minus_names(keys, declared, self.s.scalars.max_states)
+        try:
+            return self._named(key, relaxed=False)
+        except TooLarge:  # a long name bound times another piece's names: the bounds left to the check
+            deadline.check()
+            return self._named(key, relaxed=True)
+
+    def _named(self, key: DFA | None, relaxed: bool) -> DFA | None:
+        """`key` within every piece's propertyNames; `relaxed`: their length bounds over
+        LONG_WITH_PATTERN left to the check, as a value's are beside a pattern (mergify's
+        `maxLength: 1024` names, 20,481 states, times another piece's two name patterns was past the
+        cap). Past the cap relaxed, the refusal names the propertyNames."""
         for p, node in zip(self.alt, self.nodes):
-            if "propertyNames" in node:
-                names = self._names_language(f"{p.ptr}/propertyNames")
-                key = None if names is None or key is None else product(key, names, max_states=max_states)
+            if "propertyNames" in node and key is not None:
+                where = f"{p.ptr}/propertyNames"
+                names = self._names_language(where, relaxed)
+                try:
+                    key = None if names is None else product(key, names, max_states=self.s.scalars.max_states)
+                except TooLarge as err:
+                    if not relaxed:
+                        raise
+                    raise too_large(self.s.notes.where(where), err, "propertyNames") from None
         return key
 
-    def _names_language(self, ptr: str) -> DFA | None:
-        """String bodies a propertyNames schema allows (keys are strings: other types drop out)."""
+    def _names_language(self, ptr: str, relaxed: bool = False) -> DFA | None:
+        """String bodies a propertyNames schema allows (keys are strings: other types drop out);
+        `relaxed`: see _named."""
         bodies = []
         for alt in self.s.alternatives((ptr,)):
             pieces = self.s.pieces(alt)
@@ -326,6 +345,10 @@ class ObjectBody(Body):
                     bodies += [ra.seq(*(strings.json_char(cs.of(c)) for c in n)) for n in names]
                     continue
                 spec = self.s.scalars.string_spec(pieces)
+                if spec is not None and relaxed:
+                    lo, hi = self.s.notes.long_bounds(pieces, spec.lo, spec.hi, LONG_WITH_PATTERN, LENGTHS,
+                                                      f"over {LONG_WITH_PATTERN} beside another propertyNames")
+                    spec = replace(spec, lo=lo, hi=hi)
                 if spec is not None:
                     bodies.append(self.s.scalars.string_body(spec))
         return fast_compile(ra.alt(*bodies), self.s.scalars.max_states) if bodies else None

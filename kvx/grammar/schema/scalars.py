@@ -35,6 +35,7 @@ PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # after generation: the exact automaton is the pattern's states times the count (CloudFormation's
 # `maxLength: 2048` with a pattern ran past the state cap), and a record rarely writes that much
 LONG_WITH_PATTERN = 256
+LENGTHS = ("minLength", "maxLength")  # a string's bound keywords (Notes.long_bounds)
 _BODIES: dict[tuple, ra.Node | TooLarge] = {}  # (StringSpec, max_states) -> string_body or its cap's error
 _JUDGING: ContextVar["Scalars"] = ContextVar("kvx_judging")  # whose internal keywords a running check reads
 
@@ -464,12 +465,11 @@ class Scalars:
             excluded += [v for v in node.get("kvx:exclude", []) if isinstance(v, str)]
         if hi is not None and hi < lo:
             return None
-        lengths = ("minLength", "maxLength")
         if patterns or formats:
-            lo, hi = self.notes.long_bounds(pieces, lo, hi, LONG_WITH_PATTERN, lengths,
+            lo, hi = self.notes.long_bounds(pieces, lo, hi, LONG_WITH_PATTERN, LENGTHS,
                                             f"over {LONG_WITH_PATTERN} with a pattern or format")
         else:
-            lo, hi = self.notes.long_bounds(pieces, lo, hi, LONG_COUNT, lengths, f"over {LONG_COUNT}")
+            lo, hi = self.notes.long_bounds(pieces, lo, hi, LONG_COUNT, LENGTHS, f"over {LONG_COUNT}")
         order = lambda xs: tuple(sorted(set(xs)))
         spec = StringSpec(lo, hi, order(patterns), order(formats), order(not_patterns), order(not_formats),
                           order(excluded))
@@ -478,7 +478,7 @@ class Scalars:
                 self.string_body(spec)
             except TooLarge:  # the pattern times the length counter is past the state cap: the pattern alone
                 deadline.check()  # (unless the deadline passed: that refuses the compile)
-                self.notes.long_bounds(pieces, lo, hi, 0, lengths, "its count times the pattern or format is "
+                self.notes.long_bounds(pieces, lo, hi, 0, LENGTHS, "its count times the pattern or format is "
                                        "past the state cap")
                 spec = replace(spec, lo=0, hi=None)
         return spec
