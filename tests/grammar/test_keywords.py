@@ -659,6 +659,17 @@ def test_a_long_key_name_bound_beside_other_property_names_is_post_checked():
                          "allOf": [{"propertyNames": {"pattern": "^[a-z]*b[a-z]{3}$"}}]}, GrammarOptions(max_states=200))
 
 
+def test_key_patterns_past_the_cap_together_are_refused_at_their_object():
+    """Two key patterns each under the cap whose regions (keys matching one, the other, both) are
+    past it: the refusal names the nested object's patternProperties, where it said "at /"."""
+    schema = {"type": "object", "properties": {"a": {"type": "object", "patternProperties": {
+        "^[a-z]*a[a-z]{3}$": {"type": "integer"}, "^[a-z]*b[a-z]{3}$": {"type": "string"}}}}}
+    with pytest.raises(UnsupportedSchema, match=r"at /properties/a/patternProperties \(more than 200 DFA") as err:
+        compile_program(schema, GrammarOptions(max_states=200, extra_keys="schema"))
+    assert err.value.keyword == "patternProperties" and err.value.pointer == "/properties/a/patternProperties"
+    assert compile_program(schema, GrammarOptions(max_states=400, extra_keys="schema")).states > 200
+
+
 @pytest.mark.parametrize("extra_keys", ["schema", "declared"])
 @pytest.mark.parametrize("pattern,count", [(r"^[a-z][a-z0-9_]{0,9999}$", 10000), (r"^[a-z][a-z0-9_]{0,255}$", 256)],
                          ids=["pattern-past-the-cap", "object-past-the-cap"])

@@ -263,8 +263,11 @@ class ObjectBody(Body):
             wide = self.s.scalars._pattern(pat, where, wide=True) if reads_classes(pat) and not relax else dfa
             split = []
             for chosen, keys in regions:
-                inside = None if dfa is None else product(keys, dfa, "and", max_states)
-                outside = keys if wide is None else product(keys, wide, "minus", max_states)
+                try:
+                    inside = None if dfa is None else product(keys, dfa, "and", max_states)
+                    outside = keys if wide is None else product(keys, wide, "minus", max_states)
+                except TooLarge as err:  # the patterns together, each under the cap alone
+                    raise too_large(self.s.notes.where(where), err, "patternProperties") from None
                 split += [(chosen | {pat}, inside)] if inside is not None else []
                 split += [(chosen, outside)] if outside is not None else []
             if len(split) > MAX_REGIONS:

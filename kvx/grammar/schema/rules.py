@@ -74,8 +74,11 @@ class RuleBuilder:
             generic = (rid, self.opt) if rid in GENERIC_RULES.values() else None
             bodies[rid] = _GENERIC_BODIES.get(generic)
             if bodies[rid] is None:
-                body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build()
-                                for alt in alts))
+                try:  # a cap met on the shape's own automata (its key languages) names the shape
+                    body = ra.alt(*((ObjectBody if kind == "object" else ArrayBody)(self, alt, context).build()
+                                    for alt in alts))
+                except TooLarge as err:
+                    raise too_large(self.doc.where(self._where[rid]), err) from None
                 bodies[rid] = self._compile(body, self._where[rid])
                 if generic:
                     _GENERIC_BODIES[generic] = bodies[rid]
