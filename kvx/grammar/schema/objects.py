@@ -39,6 +39,17 @@ class ObjectBody(Body):
         # each piece's patternProperties (read for every key: openapi's 4,000 keys x 40 pieces)
         self.patterns = [pats if isinstance(pats := node.get("patternProperties", {}), dict) else {}
                          for node in self.nodes]
+        # the pieces a key's value may be held to: those declaring it, and those whose patterns or
+        # other-keys schemas apply to keys they do not declare (renovate's objects: 300 keys x 320
+        # pieces, most of them an `if` saying nothing of the key, read 96,000 times an object)
+        self._declaring: dict[str, list[int]] = {}
+        for i, node in enumerate(self.nodes):
+            props = node.get("properties", {})
+            for key in props if isinstance(props, dict) else ():
+                self._declaring.setdefault(key, []).append(i)
+        self._speaking = [i for i, node in enumerate(self.nodes) if self.patterns[i] or "additionalProperties" in node
+                          or "unevaluatedProperties" in node]
+        self._naming = [i for i, node in enumerate(self.nodes) if "propertyNames" in node]
 
     def build(self) -> ra.Node:
         order, required = self._declared()
@@ -149,7 +160,8 @@ class ObjectBody(Body):
     def _key_schemas(self, key: str) -> tuple:
         """Pointers of every schema the value of declared `key` must satisfy."""
         out = []
-        for i, (p, node) in enumerate(zip(self.alt, self.nodes)):
+        for i in sorted({*self._declaring.get(key, ()), *self._speaking}):
+            p, node = self.alt[i], self.nodes[i]
             matched = False
             if key in node.get("properties", {}):
                 out.append(f"{p.ptr}/properties/{escape(key)}")
@@ -178,8 +190,8 @@ class ObjectBody(Body):
 
     def _name_ok(self, key: str) -> bool:
         """A declared key within every propertyNames (its enum and applicators too)."""
-        return all(self.s.scalars.satisfies(key, node["propertyNames"], f"{piece.ptr}/propertyNames")
-                   for piece, node in zip(self.alt, self.nodes) if "propertyNames" in node)
+        return all(self.s.scalars.satisfies(key, self.nodes[i]["propertyNames"], f"{self.alt[i].ptr}/propertyNames")
+                   for i in self._naming)
 
     # ---- keys nobody declared -----------------------------------------------------------------
     def _silent_about_others(self) -> bool:
