@@ -90,3 +90,29 @@ def test_the_states_cap_counts_the_merged_program(monkeypatch):
         m.setattr(pda, "MAX_STATES", merged.num_states - 1)
         with pytest.raises(UnsupportedSchema, match="states in all rules"):
             compile_program(ALIKE, GrammarOptions())
+
+
+def test_a_value_reached_by_two_routes_is_one_rule(monkeypatch):
+    """A value's context (the schemas that fix its members' order) keeps only the schemas that say
+    something of order or members: two draft-7 `$ref`s to one definition (the `$ref` replaces its
+    siblings, so both values are the definition alone) are one rule from the walk on, not a rule per
+    referrer merged by `link` (SchemaStore's renovate: 3.1 -> 0.2 s). The language is the one the
+    unmerged contexts give, and jsonschema's."""
+    from kvx.grammar.schema.applicators import Applicators
+
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "additionalProperties": False,
+              "properties": {"a": {"$ref": "#/definitions/t", "description": "one"}, "b": {"$ref": "#/definitions/t"},
+                             "c": {"type": "array", "items": {"$ref": "#/definitions/t"}}},
+              "definitions": {"t": {"type": "object", "required": ["x"], "additionalProperties": False,
+                                    "properties": {"x": {"type": "integer"},
+                                                   "y": {"type": "object", "properties": {"z": {"type": "string"}}}}}}}
+    merged = compile_program(schema, GrammarOptions()).program
+    with monkeypatch.context() as m:
+        m.setattr(Applicators, "ordering", lambda self, context: context)
+        plain = compile_program(schema, GrammarOptions()).program
+    assert merged.num_rules < plain.num_rules
+    texts = ['{"a":{"x":1}}', '{"a":{"x":1,"y":{"z":"q"}},"b":{"x":2}}', '{"c":[{"x":1},{"x":2,"y":{}}]}',
+             '{"a":{"y":{}}}', '{"b":{"x":"1"}}', '{"c":[{"x":1,"w":0}]}', '{"a":{"x":1,"y":{"z":1}}}']
+    for text in texts:
+        want = jsonschema.Draft7Validator(schema).is_valid(json.loads(text))
+        assert merged.accepts(text.encode()) == plain.accepts(text.encode()) == want, text

@@ -23,6 +23,8 @@ from kvx.grammar.schema.refs import DanglingRef, Document, escape, foreign_keywo
 MAX_ALTERNATIVES = 256
 MAX_SUBSET_BRANCHES = 6  # anyOf subsets (unevaluated* only): 2^n - 1 alternatives
 MAX_CONTEXT = 64  # schemas in a value's context (applicable)
+# what a context's schemas say of member order and members' contexts (key_order, member_context)
+ORDERING = frozenset({"properties", "required", "patternProperties", "additionalProperties", "prefixItems", "items"})
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Applicators:
         self._contexts: dict[tuple, tuple] = {}
         self._member_contexts: dict[tuple, tuple] = {}
         self._key_orders: dict[tuple, tuple] = {}
+        self._orderings: dict[tuple, tuple] = {}
 
     def alternatives(self, pointers: tuple) -> list[Alternative]:
         """The union of conjunctions of pieces that apply to a value under all of `pointers`."""
@@ -197,6 +200,15 @@ class Applicators:
                     todo.extend(f"{ptr}/{kw}/{i}" for i in range(len(node[kw])))
             todo.extend(f"{ptr}/{kw}" for kw in ("then", "else") if kw in node)
         hit = self._contexts[pointers] = tuple(out)
+        return hit
+
+    def ordering(self, context: tuple) -> tuple:
+        """The schemas of `context` that key_order and member_context read (a `$ref` alone, an
+        anyOf's holder, a description: none): two contexts with the same such schemas write every
+        member alike, so a value reached by two routes is one rule, not one per route."""
+        hit = self._orderings.get(context)
+        if hit is None:
+            hit = self._orderings[context] = tuple(p for p in context if not ORDERING.isdisjoint(self.doc.at(p)))
         return hit
 
     def key_order(self, context: tuple) -> tuple:

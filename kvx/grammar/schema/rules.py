@@ -108,6 +108,7 @@ class RuleBuilder:
         """Language of one value valid under every schema at `pointers`; containers are calls.
         `context` (applicators.applicable) fixes the order of object members at any depth."""
         pointers = tuple(p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True)
+        context = self.apps.ordering(context)
         hit = self._values.get((pointers, context))
         if hit is None:
             where = pointers[0] if pointers else ""
