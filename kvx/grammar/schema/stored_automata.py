@@ -30,7 +30,7 @@ def _sources_hash() -> bytes:
     return h.digest()
 
 
-def stored_path(kind: str, name: str, key: str) -> Path:
+def _path(kind: str, name: str, key: str) -> Path:
     """Where the automaton `name` (in a file name) built from `key` is kept."""
     digest = hashlib.sha256(_sources_hash() + key.encode()).hexdigest()[:16]
     return cache_root() / "grammar" / kind / f"{name}-{digest}.npz"
@@ -39,7 +39,7 @@ def stored_path(kind: str, name: str, key: str) -> Path:
 def stored(kind: str, name: str, key: str, build: Callable[[], CDFA]) -> CDFA:
     """The automaton kept for (kind, key), else build() (and keep it; a read-only or full cache only
     costs the build)."""
-    path = stored_path(kind, name, key)
+    path = _path(kind, name, key)
     found = read_entry(path, _entry)
     if found is not None:
         return found
