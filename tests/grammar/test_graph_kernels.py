@@ -61,6 +61,32 @@ def test_hopcroft_matches_moore_on_long_chains(numpy_only):
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
 
+def test_tree_minimise_matches_hopcroft_on_trees_after_a_minimal_head():
+    """A minimal head (Hopcroft's own result) followed by random tree rows that move only forward
+    or into the head, many of them alike (key_names' trie after the string body): merging from the
+    last row back gives Hopcroft's table, state for state."""
+    rng = np.random.default_rng(11)
+    kernels = graph_kernels.kernels()
+    for case in range(300):
+        k = int(rng.integers(1, 5))
+        head, head_acc = _random_dfa(rng, int(rng.integers(1, 12)), k)
+        head, head_acc, _ = determinize.minimise(head, head_acc, 0)
+        first, n = len(head), len(head) + int(rng.integers(1, 80))
+        trans = np.full((n, k), -1, dtype=np.int32)
+        trans[:first] = head
+        acc = np.zeros(n, dtype=bool)
+        acc[:first] = head_acc
+        for r in range(n - 1, first - 1, -1):  # forward or into the head; alike subtrees are common
+            for c in range(k):
+                roll = rng.random()
+                trans[r, c] = (-1 if roll < 0.3 else int(rng.integers(0, first)) if roll < 0.6 or r == n - 1
+                               else int(rng.integers(r + 1, n)))
+            acc[r] = rng.random() < 0.5
+        want = determinize.minimise(trans, acc, first)
+        got = kernels.tree_minimise(trans.copy(), acc, first, first)
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), case
+
+
 def test_minimise_merges_equivalent_states():
     # 0 -a-> 1, 0 -b-> 2, 1 and 2 accept and die: one accepting state after minimisation
     trans = np.array([[1, 2], [-1, -1], [-1, -1]], dtype=np.int32)

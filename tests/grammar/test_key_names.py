@@ -54,3 +54,19 @@ def test_spellings_of_a_name_are_refused_and_near_misses_kept():
 
 def test_non_ascii_names_take_the_product():
     assert body_without_names(any_key_body(), ("caf\u00e9",)) is None
+
+
+@pytest.mark.parametrize("names", list(name_sets()))
+def test_the_trie_merged_from_its_leaves_is_hopcrofts_table(names, monkeypatch):
+    """With the compiled kernels, the trie's rows are merged from the leaves up (tree_minimise);
+    without them Moore's rounds minimise the whole table: the same table, state for state."""
+    from kvx.grammar.automata import graph_kernels
+
+    if graph_kernels.kernels() is None:
+        pytest.skip("numba cannot compile here")
+    got = body_without_names(any_key_body(), names)
+    with monkeypatch.context() as m:
+        m.setattr(graph_kernels, "kernels", lambda: None)
+        want = body_without_names(any_key_body(), names)
+    assert got.trans.shape == want.trans.shape and (got.trans == want.trans).all()
+    assert (got.accepting == want.accepting).all() and got.start == want.start and (got.cob == want.cob).all()

@@ -25,7 +25,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
-from kvx.grammar.automata.minimise_kernel import minimal_rows
+from kvx.grammar.automata.minimise_kernel import minimal_rows, tree_minimal_rows
 from kvx.grammar.automata.network_kernel import finish_network
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
@@ -47,6 +47,7 @@ class GraphKernels(NamedTuple):
     trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
     network: object  # compose's network after its closures: network_kernel.finish_network
     body: object  # (trans, cob, call, accepting, start) -> (table, final, start, edges): pda._body
+    tree_minimise: object  # (trans, accepting, start, first) -> minimise for a tree after minimal rows: key_names
 
 
 @functools.cache
@@ -56,7 +57,7 @@ def kernels() -> GraphKernels | None:
         return None
     try:
         built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
-                             product_rows, trim_keep, finish_network, _read_body)
+                             product_rows, trim_keep, finish_network, _read_body, tree_minimal_rows)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -68,6 +69,7 @@ def _warm(k: GraphKernels) -> None:
     i64, i32 = np.int64, np.int32
     k.reach(2, np.array([0], i64), np.array([1], i64), np.array([0], i64))
     k.minimise(np.array([[1], [-1]], i32), np.array([False, True]), 0)
+    k.tree_minimise(np.array([[1], [-1]], i32), np.array([False, True]), 0, 0)
     k.distances(np.array([[1], [-1]], i32), np.array([0], i64), np.array([False, True]),
                 np.zeros(0, i64), np.zeros(0, i64), np.zeros(0, i64), 1 << 30)
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),

@@ -142,3 +142,70 @@ def minimal_rows(trans, accepting, start):  # pragma: no cover - compiled
             t = trans[s, c]
             out[i, c] = number[blk[t]] if t >= 0 else -1
     return out, acc
+
+
+@_jit
+def tree_minimal_rows(trans, accepting, start, first):  # pragma: no cover - compiled
+    """minimal_rows for a table whose rows from `first` on form a tree part: each of their moves
+    goes to a later row or to a row before `first`, and the rows before `first` are minimal
+    (key_names: the plain string body, then the names' trie). Equal rows are merged, the rows
+    before `first` taken as they are and the tree's from the last back, each compared once its
+    targets are merged (a hash of the row, checked in full): O(n k) instead of Hopcroft's
+    refinement, and the same table, numbered breadth-first from the start as minimal_rows numbers.
+    `trans` is rewritten in place."""
+    n, k = trans.shape
+    canon = np.arange(n)
+    size = 2
+    while size < 2 * n + 2:
+        size *= 2
+    slots = np.full(size, -1, np.int64)
+    for j in range(n):
+        r = j if j < first else n - 1 - (j - first)  # the rows before `first`, then the tree backwards
+        h = np.int64(1469598103934665603) if accepting[r] else np.int64(7)
+        for c in range(k):
+            t = trans[r, c]
+            if t >= 0 and r >= first:
+                t = canon[t]
+                trans[r, c] = t
+            h = (h ^ (t + 2)) * np.int64(1099511628211)
+        i = h & (size - 1)
+        while True:
+            s = slots[i]
+            if s < 0:
+                slots[i] = r
+                break
+            same = accepting[s] == accepting[r]
+            c = 0
+            while same and c < k:
+                same = trans[s, c] == trans[r, c]
+                c += 1
+            if same:
+                canon[r] = s
+                break
+            i = (i + 1) & (size - 1)
+    number = np.full(n, -1, np.int64)
+    order = np.empty(n, np.int64)
+    root = canon[start]
+    order[0] = root
+    number[root] = 0
+    m, i = 1, 0
+    while i < m:
+        s = order[i]
+        for c in range(k):
+            t = trans[s, c]
+            if t >= 0:
+                t = canon[t]
+                if number[t] < 0:
+                    number[t] = m
+                    order[m] = t
+                    m += 1
+        i += 1
+    out = np.empty((m, k), np.int32)
+    acc = np.empty(m, np.bool_)
+    for i in range(m):
+        s = order[i]
+        acc[i] = accepting[s]
+        for c in range(k):
+            t = trans[s, c]
+            out[i, c] = number[canon[t]] if t >= 0 else -1
+    return out, acc
