@@ -574,6 +574,10 @@ def test_declared_and_required_keys_are_held_to_property_names(names):
         assert first_disagreement(schema, objects, reordered_ok=True) is None, schema
 
 
+def _compact(value) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
 def _agrees_but_for(grammar, check, texts, loose):
     """Each text: the grammar accepts it iff jsonschema does, except the `loose` ones, which the
     grammar accepts and the check (kvx's jsonschema pass on every record) refuses."""
@@ -599,11 +603,10 @@ def test_a_count_too_long_to_write_is_post_checked():
     assert all("over 1024" in w for w in compiled.warnings if "checked after generation" in w)
     grammar = compile_schema(schema, smol_tokenizer())
     check = jsonschema.Draft202012Validator(schema)
-    dump = lambda v: json.dumps(v, separators=(",", ":"))
-    long_d, short_m = dump({"d": "x" * 10001}), dump({"m": "short"})
-    long_t = dump({"t": list(range(10001))})
-    texts = [dump({"d": "x" * 10000}), long_d, short_m, dump({"m": "y" * 2000}), dump({"e": "z" * 1024}),
-             dump({"e": "z" * 1025}), dump({"t": [1, 2, 3]}), long_t, dump({"t": ["a"]})]
+    long_d, short_m = _compact({"d": "x" * 10001}), _compact({"m": "short"})
+    long_t = _compact({"t": list(range(10001))})
+    texts = [_compact({"d": "x" * 10000}), long_d, short_m, _compact({"m": "y" * 2000}), _compact({"e": "z" * 1024}),
+             _compact({"e": "z" * 1025}), _compact({"t": [1, 2, 3]}), long_t, _compact({"t": ["a"]})]
     _agrees_but_for(grammar, check, texts, {long_d, short_m, long_t})
 
 
@@ -625,12 +628,11 @@ def test_a_pattern_past_the_cap_is_relaxed_and_post_checked():
     assert sorted(compiled.post_checks) == ["/properties/arn/pattern", "/properties/id/maxLength"]
     grammar = compile_schema(schema, smol_tokenizer())
     check = jsonschema.Draft202012Validator(schema)
-    dump = lambda v: json.dumps(v, separators=(",", ":"))
-    seg33 = dump({"id": "a" * 33 + ".b"})
-    long_id = dump({"id": ".".join(["a" * 32] * 4)})  # the pattern's longest, past maxLength
-    texts = [dump({"id": "Microsoft.Edge"}), dump({"id": "a.b.c.d"}), dump({"id": "nodots"}),
-             dump({"id": "a.b.c.d.e"}), seg33, dump({"id": "a:b.c"}),
-             dump({"arn": "arn:aws:s3:bucket/key"}), dump({"arn": "arn:aws:s3:/key"}), dump({"arn": "arm:aws:s3:x"}), long_id]
+    seg33 = _compact({"id": "a" * 33 + ".b"})
+    long_id = _compact({"id": ".".join(["a" * 32] * 4)})  # the pattern's longest, past maxLength
+    texts = [_compact({"id": "Microsoft.Edge"}), _compact({"id": "a.b.c.d"}), _compact({"id": "nodots"}),
+             _compact({"id": "a.b.c.d.e"}), seg33, _compact({"id": "a:b.c"}),
+             _compact({"arn": "arn:aws:s3:bucket/key"}), _compact({"arn": "arn:aws:s3:/key"}), _compact({"arn": "arm:aws:s3:x"}), long_id]
     _agrees_but_for(grammar, check, texts, {long_id})
     with pytest.raises(UnsupportedSchema, match="patternProperties"):  # other keys may come: JSON Schema's default
         compile_program({"type": "object", "patternProperties": {arn: {"type": "integer"}}},
@@ -649,10 +651,9 @@ def test_a_long_key_name_bound_beside_other_property_names_is_post_checked():
     assert compiled.post_checks == ["/propertyNames/maxLength"]
     grammar = compile_schema(schema, smol_tokenizer(), GrammarOptions(extra_keys="schema"))
     check = jsonschema.Draft202012Validator(schema)
-    dump = lambda v: json.dumps(v, separators=(",", ":"))
-    long_key = dump({"k" * 1025: 1})
-    texts = [dump({}), dump({"ab": 1}), dump({"a": 1}), dump({"a*": 2}), dump({"a b": 1}), dump({"ab": "x"}),
-             dump({"k" * 1024: 1}), long_key]
+    long_key = _compact({"k" * 1025: 1})
+    texts = [_compact({}), _compact({"ab": 1}), _compact({"a": 1}), _compact({"a*": 2}), _compact({"a b": 1}), _compact({"ab": "x"}),
+             _compact({"k" * 1024: 1}), long_key]
     _agrees_but_for(grammar, check, texts, {long_key})
     with pytest.raises(UnsupportedSchema, match=r"at /allOf/0/propertyNames \(more than 200 DFA states\)"):
         compile_program({"type": "object", "propertyNames": {"pattern": "^[a-z]*a[a-z]{3}$"},
@@ -687,10 +688,9 @@ def test_a_key_pattern_past_the_cap_is_relaxed_where_no_other_key_may_be(extra_k
     assert any("key pattern" in w and "past the state cap" in w for w in compiled.warnings)
     grammar = compile_schema(schema, smol_tokenizer(), options)
     check = jsonschema.Draft202012Validator(schema)
-    dump = lambda v: json.dumps(v, separators=(",", ":"))
-    too_long = dump({"k" * (count + 1): 1})
-    texts = [dump({"name": 1, "b_2": 3}), dump({"k" * count: 1}), too_long, dump({"2b": 1}), dump({"name": "x"}),
-             dump({}), dump({"Name": 1})]
+    too_long = _compact({"k" * (count + 1): 1})
+    texts = [_compact({"name": 1, "b_2": 3}), _compact({"k" * count: 1}), too_long, _compact({"2b": 1}), _compact({"name": "x"}),
+             _compact({}), _compact({"Name": 1})]
     _agrees_but_for(grammar, check, texts, {too_long})
     open_schema = {**schema, "additionalProperties": {"type": "string"}}
     with pytest.raises(UnsupportedSchema, match="too large for the automaton"):

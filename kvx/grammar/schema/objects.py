@@ -331,16 +331,17 @@ class ObjectBody(Body):
         LONG_WITH_PATTERN left to the check, as a value's are beside a pattern (mergify's
         `maxLength: 1024` names, 20,481 states, times another piece's two name patterns was past the
         cap). Past the cap relaxed, the refusal names the propertyNames."""
-        for p, node in zip(self.alt, self.nodes):
-            if "propertyNames" in node and key is not None:
-                where = f"{p.ptr}/propertyNames"
-                names = self._names_language(where, relaxed)
-                try:
-                    key = None if names is None else product(key, names, max_states=self.s.scalars.max_states)
-                except TooLarge as err:
-                    if not relaxed:
-                        raise
-                    raise too_large(self.s.notes.where(where), err, "propertyNames") from None
+        for i in self._naming:
+            if key is None:
+                break
+            where = f"{self.alt[i].ptr}/propertyNames"
+            names = self._names_language(where, relaxed)
+            try:
+                key = None if names is None else product(key, names, max_states=self.s.scalars.max_states)
+            except TooLarge as err:
+                if not relaxed:
+                    raise
+                raise too_large(self.s.notes.where(where), err, "propertyNames") from None
         return key
 
     def _names_language(self, ptr: str, relaxed: bool = False) -> DFA | None:
