@@ -117,21 +117,9 @@ class Composer:
         if hit is None:
             if not all(masks):
                 hit = ra.NOTHING
-            elif all(m.bit_count() == 1 for m in masks):  # a plain literal (keys, punctuation): no numpy pass
-                hit = ra.Embed(None)
-                self.memo[id(hit)] = (hit, _literal_chain([m.bit_length() - 1 for m in masks]))
             else:
-                bits = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(32, "little") for m in masks),
-                                                   dtype=np.uint8).reshape(len(masks), 32), axis=1,
-                                     bitorder="little")  # [n, 256]
-                reps, cob = column_classes(bits)
-                n = len(masks)
-                trans = np.where(bits[:, reps].astype(bool), np.arange(1, n + 1, dtype=np.int32)[:, None], -1)
-                trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
-                acc = np.zeros(n + 1, dtype=bool)
-                acc[n] = True
                 hit = ra.Embed(None)
-                self.memo[id(hit)] = (hit, CDFA(trans, acc, 0, cob.astype(np.int64)))
+                self.memo[id(hit)] = (hit, _chain_dfa(masks))
             self.chains[masks] = hit
         return hit
 
@@ -577,6 +565,36 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
             got = as_array[members] = np.array(members, dtype=np.int64)  # node_closure gives them ascending
         entries.append(got)
     return acc_states, nodes, which, entries, np.array([f for _, f in info], dtype=bool)
+
+
+# the chains of the byte-class runs met so far in this process: a key or a character class's
+# UTF-8 spelling recurs across rules and schemas, and each is a few numpy calls to build
+_CHAINS: dict[tuple, CDFA] = {}
+MAX_CHAINS = 8192  # ~2 KB each (the byte-class map): the cache is dropped whole past this
+
+
+def _chain_dfa(masks: tuple) -> CDFA:
+    """The n + 1 state chain of a run of n non-empty byte classes (masks)."""
+    hit = _CHAINS.get(masks)
+    if hit is not None:
+        return hit
+    if all(m.bit_count() == 1 for m in masks):  # a plain literal (keys, punctuation): no numpy pass
+        hit = _literal_chain([m.bit_length() - 1 for m in masks])
+    else:
+        bits = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(32, "little") for m in masks),
+                                           dtype=np.uint8).reshape(len(masks), 32), axis=1,
+                             bitorder="little")  # [n, 256]
+        reps, cob = column_classes(bits)
+        n = len(masks)
+        trans = np.where(bits[:, reps].astype(bool), np.arange(1, n + 1, dtype=np.int32)[:, None], -1)
+        trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
+        acc = np.zeros(n + 1, dtype=bool)
+        acc[n] = True
+        hit = CDFA(trans, acc, 0, cob.astype(np.int64))
+    if len(_CHAINS) >= MAX_CHAINS:
+        _CHAINS.clear()
+    _CHAINS[masks] = hit
+    return hit
 
 
 def _literal_chain(text: list[int]) -> CDFA:

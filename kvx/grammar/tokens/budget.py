@@ -23,7 +23,10 @@ from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.vocab import TokenVocab
 
 INF = np.int32(1 << 30)
-STEP_CHUNK = 1024  # states whose canonical byte steps are found together (TokenDistances.byte_steps)
+# states whose canonical byte steps are found together (TokenDistances.byte_steps): the start's
+# distance, worked out with the program, walks into every rule its cheapest path calls, a chunk each
+# (a median program: 2,900 states; 1,024-state chunks cost it 1.0 ms of its compile, 64-state 0.1 ms)
+STEP_CHUNK = 64
 
 
 def _class_reps(program: Program, usable: np.ndarray) -> np.ndarray:
