@@ -24,13 +24,15 @@ SHORT_ESCAPE_BYTE = np.full(128, -1, dtype=np.int64)
 SHORT_ESCAPE_BYTE[list(strings.SHORT_ESCAPES)] = [esc[1] for esc in strings.SHORT_ESCAPES.values()]
 HEX_LOWER = np.frombuffer(b"0123456789abcdef", dtype=np.uint8).astype(np.int64)
 HEX_UPPER = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8).astype(np.int64)
+HOP_BYTES = np.frombuffer(b"\\u00", dtype=np.uint8).astype(np.int64)  # a node's rows, one to the next
 PLAIN_ASCII = np.array([c for c in range(0x20, 0x80) if c not in (0x22, 0x5C)], dtype=np.int64)
 
 
 def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     """`body` minus every spelling of `names`; None where a name is not ASCII or `body` is not the
     plain string body (its start, the state between characters, is checked). The rows are written
-    per trie edge with numpy (a Python loop per edge cost 1-2 ms a name set)."""
+    in one compiled call (names_kernel.py), without numba per trie edge with numpy (a Python loop
+    per edge cost 1-2 ms a name set)."""
     if not all(name.isascii() for name in names):
         return None
     b, s0 = body.trans, body.start
@@ -43,7 +45,14 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
         return None  # not a body whose start is the state between characters: the product decides
     children, is_name = trie(names)
     edges = [(t, ord(ch), c) for t, kids in enumerate(children) for ch, c in kids.items()]
-    parent, code, child = np.array(edges, dtype=np.int64).reshape(-1, 3).T
+    parent, code, child = np.array(edges, dtype=np.int64).reshape(-1, 3).T.copy()  # each contiguous
+    template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)  # by kind
+    compiled = graph_kernels.kernels()
+    if compiled is not None:  # the steps below in one call, the trie's rows merged from the leaves up
+        out, acc, cob = compiled.trie_after_body(np.ascontiguousarray(b, dtype=np.int32), body.accepting.astype(bool),
+                                                 template, HOP_BYTES, parent, code, child, np.array(is_name),
+                                                 SHORT_ESCAPE_BYTE, HEX_LOWER, HEX_UPPER)
+        return CDFA(out, acc, 0, cob)
     nb = b.shape[0]
     # rows per trie node: 0 between characters, 1 after \, 2 after \u, 3 after \u0, 4 after \u00,
     # then one after \u00h for each high nibble h its children use (other nibbles go on in the body)
@@ -56,12 +65,9 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     row_kind = np.zeros(int(base[-1]) - nb, dtype=np.int64)  # kind 0-4 as above, 5 + h after \u00h
     row_kind[(rows - nb)[:, None] + np.arange(5)] = np.arange(5)
     row_kind[nibble_row - nb] = 5 + pair_nibble
-    template = np.stack([b[s0], b[esc], b[u], b[u0], b[u00], *(b[x] for x in u00h)]).astype(np.int32)  # by kind
     trans = np.concatenate([b.astype(np.int32), template[row_kind]])
-    trans[rows, ord("\\")] = rows + 1
-    trans[rows + 1, ord("u")] = rows + 2
-    trans[rows + 2, ord("0")] = rows + 3
-    trans[rows + 3, ord("0")] = rows + 4
+    for kind, hop in enumerate(HOP_BYTES.tolist()):
+        trans[rows + kind, hop] = rows + kind + 1
     trans[rows[pair_node] + 4, ord("0") + pair_nibble] = nibble_row
     # the spellings that lead to a child; the rest stay FREE
     target, at = base[child], rows[parent]
@@ -74,14 +80,6 @@ def body_without_names(body: DFA, names: tuple[str, ...]) -> CDFA | None:
     trans[after, HEX_UPPER[code & 15]] = target
     accepting = np.concatenate([body.accepting.astype(bool), np.zeros(len(row_kind), dtype=bool)])
     accepting[rows] = ~np.array(is_name)
+    # every row is reachable from the root and can still end the body: no trimming walk needed
     reps, cob = column_classes(trans)
-    # every row is reachable from the root and can still end the body: no trimming walk needed.
-    # The trie's rows only move forward or into the body: they are merged from the leaves up
-    # (graph_kernels.tree_minimise: the table Hopcroft's gives, on all 3,457 corpus name sets, in a
-    # fifth of its time)
-    table = np.ascontiguousarray(trans[:, reps])
-    compiled = graph_kernels.kernels()
-    if compiled is None:
-        return minimal(table, accepting, int(rows[0]), cob)
-    out, acc = compiled.tree_minimise(table, accepting, int(rows[0]), nb)
-    return CDFA(out, acc, 0, cob)
+    return minimal(np.ascontiguousarray(trans[:, reps]), accepting, int(rows[0]), cob)

@@ -50,7 +50,7 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     call_start = program.rule_start[program.call_rule].astype(np.int64)
     call_ret = program.call_ret.astype(np.int64)
     compiled = graph_kernels.kernels()
-    if compiled is not None:  # Dijkstra, O(edges log edges): no deadline to look at
+    if compiled is not None:  # Dijkstra by levels, a heap for calls only: no deadline to look at
         return compiled.distances(np.ascontiguousarray(program.trans, dtype=np.int32), reps.astype(np.int64),
                                   np.asarray(program.final, dtype=bool), call_src, call_start, call_ret, int(INF))
     flat = program.trans[:, reps].ravel()
