@@ -37,6 +37,11 @@ PACKED_FROM = 256  # cells with several targets in a batch before deduplicating 
 PACKED_TARGETS = 4  # target sets up to this size are deduplicated with numpy
 SUBSET_BATCH = 4096  # member rows of the subset states worked out together (numpy per batch, not per state)
 SHIFT_BLOCK = 1 << 21  # cells of the copies' table renumbered per deadline look
+# a network up to these sizes works out its closures in its compiled call (network_from_edges: a
+# node's closure is a walk of its own, at most copies x nodes steps, with no look at the deadline);
+# bigger ones take the Python closures over bitsets, which look between nodes
+SMALL_COPIES = 1024
+SMALL_NODES = 4096
 
 
 class Composer:
@@ -372,22 +377,28 @@ class Composer:
         """Determinise a graph whose edges carry sub-ASTs (None = epsilon), start node 0."""
         deadline.check()
         num_nodes, edges = self._expand(num_nodes, edges)
-        eps = [[] for _ in range(num_nodes)]
+        epsilons = []  # (src node, dst node)
         copies = []  # (src node, dst node, dfa)
         for a, b, label in edges:
             if label is None:
-                eps[a].append(b)
+                epsilons.append((a, b))
                 continue
             d = self.build(label)
             if d is not None:
                 copies.append((a, b, d))
-        final_set = set(finals)
         offsets, total = [], 0
         for _, _, d in copies:
             offsets.append(total)
             total += d.num_states
         if total > 2 * self.max_states:  # the result keeps nearly every copy state: over the cap anyway
             raise TooLarge(f"more than {self.max_states} DFA states")
+        compiled = graph_kernels.kernels()
+        if compiled is not None and 0 < len(copies) <= SMALL_COPIES and num_nodes <= SMALL_NODES:
+            return self._finish_small(compiled.small_network, num_nodes, copies, epsilons, finals)
+        eps = [[] for _ in range(num_nodes)]
+        for a, b in epsilons:
+            eps[a].append(b)
+        final_set = set(finals)
         starts = [offsets[k] + d.start for k, (_, _, d) in enumerate(copies)]
         eps_copy = [bool(d.accepting[d.start]) for _, _, d in copies]
 
@@ -460,7 +471,6 @@ class Composer:
                     live_node[u] = True
                     stack.append(u)
         all_live = all(live_node[b] for _, b, _ in copies)
-        compiled = graph_kernels.kernels()
         if compiled is not None:
             return self._finish_compiled(compiled.network, copies, node_closure, entry0, final0, all_live)
         return self._finish_numpy(copies, offsets, node_closure, entry0, final0, all_live)
@@ -510,6 +520,35 @@ class Composer:
             t, a, s = minimise(dfa.trans, dfa.accepting, dfa.start)
             dfa = CDFA(t, a, s, dfa.cob)
         return dfa
+
+    def _finish_small(self, kernel, num_nodes: int, copies: list, epsilons: list, finals: tuple):
+        """network's closures and _finish_compiled's steps in one compiled call (a small network:
+        network_kernel.network_from_edges); the same table."""
+        index: dict[int, int] = {}  # distinct automata, in the order the copies meet them
+        distinct, copy_dfa = [], []
+        for _, _, d in copies:
+            i = index.get(id(d))
+            if i is None:
+                i = index[id(d)] = len(distinct)
+                distinct.append(d)
+            copy_dfa.append(i)
+        ends = np.array([(a, b) for a, b, _ in copies], dtype=np.int64).reshape(-1, 2).T.copy()  # each contiguous
+        eps = np.array(epsilons, dtype=np.int64).reshape(-1, 2).T.copy()
+        status, trans, accepting, start, joint = kernel(
+            np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
+            np.array([d.trans.shape for d in distinct], dtype=np.int64),
+            np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
+            np.stack([d.cob for d in distinct]).astype(np.int64, copy=False),
+            np.array([d.start for d in distinct], dtype=np.int64), np.array(copy_dfa, dtype=np.int64),
+            ends[0], ends[1], eps[0], eps[1], num_nodes, np.array(finals, dtype=np.int64),
+            self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
+        if status == -2:
+            deadline.check()
+        if status < 0:
+            raise TooLarge(f"more than {self.max_states} DFA states")
+        if status == 3:
+            return empty_word()
+        return None if status == 1 else CDFA(trans, accepting, int(start), joint)
 
     def _finish_compiled(self, kernel, copies, node_closure, entry0: tuple, final0: bool, all_live: bool):
         """_finish_numpy's steps in one compiled call (network_kernel.finish_network): the same table."""

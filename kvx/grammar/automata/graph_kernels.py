@@ -27,7 +27,7 @@ from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
 from kvx.grammar.automata.minimise_kernel import minimal_rows, tree_minimal_rows
 from kvx.grammar.automata.names_kernel import trie_after_body
-from kvx.grammar.automata.network_kernel import finish_network
+from kvx.grammar.automata.network_kernel import finish_network, network_from_edges
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
 from kvx.grammar.automata.table_kernels import column_classes, keep_rows, reach, trim_keep
@@ -47,6 +47,7 @@ class GraphKernels(NamedTuple):
     product: object  # dfa_ops.product's walk: product_kernel.product_rows
     trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
     network: object  # compose's network after its closures: network_kernel.finish_network
+    small_network: object  # a small network with its closures: network_kernel.network_from_edges
     body: object  # (trans, cob, call, accepting, start) -> (table, final, start, edges): pda._body
     tree_minimise: object  # (trans, accepting, start, first) -> minimise for a tree after minimal rows: key_names
     trie_after_body: object  # key_names.body_without_names's table, minimal: names_kernel.trie_after_body
@@ -59,8 +60,8 @@ def kernels() -> GraphKernels | None:
         return None
     try:
         built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
-                             product_rows, trim_keep, finish_network, _read_body, tree_minimal_rows,
-                             trie_after_body)
+                             product_rows, trim_keep, finish_network, network_from_edges, _read_body,
+                             tree_minimal_rows, trie_after_body)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -93,6 +94,9 @@ def _warm(k: GraphKernels) -> None:
     k.network(np.array([1, -1], i32), np.array([[2, 1]], i64), np.array([False, True]), np.zeros((1, 256), i64),
               np.array([0], i64), np.array([0], i64), np.array([0, 0], i64), np.zeros(0, i64), np.array([True]),
               np.array([0], i64), False, True, 16, 64, 1 << 20)
+    k.small_network(np.array([1, -1], i32), np.array([[2, 1]], i64), np.array([False, True]), np.zeros((1, 256), i64),
+                    np.array([0], i64), np.array([0], i64), np.array([0], i64), np.array([1], i64), np.zeros(0, i64),
+                    np.zeros(0, i64), 2, np.array([1], i64), 16, 64, 1 << 20)
 
 
 @_jit

@@ -87,3 +87,151 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
         out, out_acc = minimal_rows(out, out_acc, remap[start])
         return 0, out, out_acc, np.int64(0), joint
     return 0, out, out_acc, np.int64(remap[start]), joint
+
+
+@_jit
+def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_dfa, copy_src, copy_dst, eps_src,
+                       eps_dst, num_nodes, finals, max_states, minimise_up_to,
+                       look_every):  # pragma: no cover - compiled
+    """compose.Composer.network after its expansion, for a small network: the closures of its nodes
+    (X(v): the nodes v reaches by epsilon edges and by copies that accept the empty word; the
+    entries of v: the start states of the copies leaving X(v), ascending; v ends if X(v) holds a
+    final node), whether every copy leads to a node that can end, then finish_network. Copy k is
+    distinct automaton copy_dfa[k] (its start dfa_start[d]) from node copy_src[k] to copy_dst[k].
+    Status 3: the language is the empty word alone (nothing leaves the start's closure, which ends);
+    else finish_network's."""
+    m = len(copy_dfa)
+    dfa_row0 = np.zeros(len(dfa_shape) + 1, np.int64)
+    for d in range(len(dfa_shape)):
+        dfa_row0[d + 1] = dfa_row0[d] + dfa_shape[d, 0]
+    starts = np.empty(m, np.int64)
+    empty_ok = np.zeros(m, np.bool_)
+    off = 0
+    for k in range(m):
+        d = copy_dfa[k]
+        starts[k] = off + dfa_start[d]
+        empty_ok[k] = dfa_acc[dfa_row0[d] + dfa_start[d]]
+        off += dfa_shape[d, 0]
+    # forward: epsilon successors (epsilon edges, empty-accepting copies); the copies leaving each node
+    succ_ptr = np.zeros(num_nodes + 1, np.int64)
+    out_ptr = np.zeros(num_nodes + 1, np.int64)
+    for e in range(len(eps_src)):
+        succ_ptr[eps_src[e] + 1] += 1
+    for k in range(m):
+        out_ptr[copy_src[k] + 1] += 1
+        if empty_ok[k]:
+            succ_ptr[copy_src[k] + 1] += 1
+    for u in range(num_nodes):
+        succ_ptr[u + 1] += succ_ptr[u]
+        out_ptr[u + 1] += out_ptr[u]
+    succ = np.empty(succ_ptr[num_nodes], np.int64)
+    outs = np.empty(m, np.int64)
+    fill = succ_ptr[:-1].copy()
+    for e in range(len(eps_src)):
+        succ[fill[eps_src[e]]] = eps_dst[e]
+        fill[eps_src[e]] += 1
+    out_fill = out_ptr[:-1].copy()
+    for k in range(m):
+        outs[out_fill[copy_src[k]]] = k
+        out_fill[copy_src[k]] += 1
+        if empty_ok[k]:
+            succ[fill[copy_src[k]]] = copy_dst[k]
+            fill[copy_src[k]] += 1
+    is_final = np.zeros(num_nodes, np.bool_)
+    for f in finals:
+        is_final[f] = True
+    # the copies' target nodes, ascending, and each closure's entries
+    is_target = np.zeros(num_nodes, np.bool_)
+    for k in range(m):
+        is_target[copy_dst[k]] = True
+    node_index = np.full(num_nodes, -1, np.int64)
+    nodes = 0
+    for u in range(num_nodes):
+        if is_target[u]:
+            node_index[u] = nodes
+            nodes += 1
+    stamp = np.full(num_nodes, -1, np.int64)
+    stack = np.empty(num_nodes, np.int64)
+    found = np.empty(m, np.int64)
+    entry_ptr = np.zeros(nodes + 1, np.int64)
+    entries = [np.int64(0)]
+    entries.clear()
+    node_fin = np.zeros(nodes, np.bool_)
+    entry0 = np.zeros(0, np.int64)
+    final0 = False
+    for v in range(-1, num_nodes):  # the start node first, then the targets
+        if v >= 0 and not is_target[v]:
+            continue
+        root = 0 if v < 0 else v
+        tag = v + 1
+        stamp[root] = tag
+        stack[0] = root
+        depth, count, fin = 1, 0, False
+        while depth:
+            depth -= 1
+            u = stack[depth]
+            fin |= is_final[u]
+            for j in range(out_ptr[u], out_ptr[u + 1]):
+                found[count] = outs[j]
+                count += 1
+            for j in range(succ_ptr[u], succ_ptr[u + 1]):
+                w = succ[j]
+                if stamp[w] != tag:
+                    stamp[w] = tag
+                    stack[depth] = w
+                    depth += 1
+        members = np.sort(found[:count])
+        if v < 0:
+            entry0 = starts[members]
+            final0 = fin
+            if count == 0:
+                return (3 if fin else 1), np.empty((0, 0), np.int32), np.zeros(0, np.bool_), np.int64(0), \
+                    np.zeros(256, np.int64)
+            continue
+        i = node_index[v]
+        for q in members:
+            entries.append(starts[q])
+        entry_ptr[i + 1] = entry_ptr[i] + count
+        node_fin[i] = fin
+    # every copy leads to a node that can end (backwards from the final nodes): the trim need not look
+    pred_ptr = np.zeros(num_nodes + 1, np.int64)
+    for e in range(len(eps_src)):
+        pred_ptr[eps_dst[e] + 1] += 1
+    for k in range(m):
+        pred_ptr[copy_dst[k] + 1] += 1
+    for u in range(num_nodes):
+        pred_ptr[u + 1] += pred_ptr[u]
+    preds = np.empty(pred_ptr[num_nodes], np.int64)
+    fill = pred_ptr[:-1].copy()
+    for e in range(len(eps_src)):
+        preds[fill[eps_dst[e]]] = eps_src[e]
+        fill[eps_dst[e]] += 1
+    for k in range(m):
+        preds[fill[copy_dst[k]]] = copy_src[k]
+        fill[copy_dst[k]] += 1
+    live = np.zeros(num_nodes, np.bool_)
+    depth = 0
+    for f in finals:
+        if not live[f]:
+            live[f] = True
+            stack[depth] = f
+            depth += 1
+    while depth:
+        depth -= 1
+        u = stack[depth]
+        for j in range(pred_ptr[u], pred_ptr[u + 1]):
+            w = preds[j]
+            if not live[w]:
+                live[w] = True
+                stack[depth] = w
+                depth += 1
+    all_live = True
+    copy_node = np.empty(m, np.int64)
+    for k in range(m):
+        all_live &= live[copy_dst[k]]
+        copy_node[k] = node_index[copy_dst[k]]
+    entry_states = np.empty(len(entries), np.int64)
+    for i in range(len(entries)):
+        entry_states[i] = entries[i]
+    return finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, entry_ptr, entry_states,
+                          node_fin, entry0, final0, all_live, max_states, minimise_up_to, look_every)
