@@ -524,42 +524,21 @@ class Composer:
     def _finish_small(self, kernel, num_nodes: int, copies: list, epsilons: list, finals: tuple):
         """network's closures and _finish_compiled's steps in one compiled call (a small network:
         network_kernel.network_from_edges); the same table."""
-        index: dict[int, int] = {}  # distinct automata, in the order the copies meet them
-        distinct, copy_dfa = [], []
-        for _, _, d in copies:
-            i = index.get(id(d))
-            if i is None:
-                i = index[id(d)] = len(distinct)
-                distinct.append(d)
-            copy_dfa.append(i)
+        distinct, copy_dfa = _distinct(copies)
         ends = np.array([(a, b) for a, b, _ in copies], dtype=np.int64).reshape(-1, 2).T.copy()  # each contiguous
         eps = np.array(epsilons, dtype=np.int64).reshape(-1, 2).T.copy()
         status, trans, accepting, start, joint = kernel(
-            np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
-            np.array([d.trans.shape for d in distinct], dtype=np.int64),
-            np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
-            np.stack([d.cob for d in distinct]).astype(np.int64, copy=False),
+            *_tables(distinct),
             np.array([d.start for d in distinct], dtype=np.int64), np.array(copy_dfa, dtype=np.int64),
             ends[0], ends[1], eps[0], eps[1], num_nodes, np.array(finals, dtype=np.int64),
             self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
-        if status == -2:
-            deadline.check()
-        if status < 0:
-            raise TooLarge(f"more than {self.max_states} DFA states")
         if status == 3:
             return empty_word()
-        return None if status == 1 else CDFA(trans, accepting, int(start), joint)
+        return self._kernel_result(status, trans, accepting, start, joint)
 
     def _finish_compiled(self, kernel, copies, node_closure, entry0: tuple, final0: bool, all_live: bool):
         """_finish_numpy's steps in one compiled call (network_kernel.finish_network): the same table."""
-        index: dict[int, int] = {}  # distinct automata, in the order the copies meet them
-        distinct, copy_dfa = [], []
-        for _, _, d in copies:
-            i = index.get(id(d))
-            if i is None:
-                i = index[id(d)] = len(distinct)
-                distinct.append(d)
-            copy_dfa.append(i)
+        distinct, copy_dfa = _distinct(copies)
         nodes = sorted({b for _, b, _ in copies})
         node_index = {u: i for i, u in enumerate(nodes)}
         entries, entry_lens, node_fin = [], [0], []
@@ -572,19 +551,40 @@ class Composer:
             node_fin.append(fin)
         deadline.check()
         status, trans, accepting, start, joint = kernel(
-            np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
-            np.array([d.trans.shape for d in distinct], dtype=np.int64),
-            np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
-            np.stack([d.cob for d in distinct]).astype(np.int64, copy=False),
+            *_tables(distinct),
             np.array(copy_dfa, dtype=np.int64), np.array([node_index[b] for _, b, _ in copies], dtype=np.int64),
             np.cumsum(entry_lens, dtype=np.int64), np.array(entries, dtype=np.int64),
             np.array(node_fin, dtype=bool), np.array(entry0, dtype=np.int64), bool(final0), all_live,
             self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
+        return self._kernel_result(status, trans, accepting, start, joint)
+
+    def _kernel_result(self, status: int, trans, accepting, start, joint) -> CDFA | None:
         if status == -2:
             deadline.check()
         if status < 0:
             raise TooLarge(f"more than {self.max_states} DFA states")
         return None if status == 1 else CDFA(trans, accepting, int(start), joint)
+
+
+def _distinct(copies: list) -> tuple[list, list]:
+    """The distinct automata of the copies, in the order the copies meet them, and each copy's."""
+    index: dict[int, int] = {}
+    distinct, copy_dfa = [], []
+    for _, _, d in copies:
+        i = index.get(id(d))
+        if i is None:
+            i = index[id(d)] = len(distinct)
+            distinct.append(d)
+        copy_dfa.append(i)
+    return distinct, copy_dfa
+
+
+def _tables(distinct: list) -> tuple:
+    """The automata as the network kernels read them: tables flat, shapes, acceptance, classes."""
+    return (np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
+            np.array([d.trans.shape for d in distinct], dtype=np.int64),
+            np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
+            np.stack([d.cob for d in distinct]).astype(np.int64, copy=False))
 
 
 def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):

@@ -16,7 +16,7 @@ from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.subset_kernel import subsets
-from kvx.grammar.automata.table_kernels import column_classes, keep_rows, trim_keep
+from kvx.grammar.automata.table_kernels import column_classes, keep_rows, reach, trim_keep
 
 
 @_jit
@@ -144,12 +144,9 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
     is_target = np.zeros(num_nodes, np.bool_)
     for k in range(m):
         is_target[copy_dst[k]] = True
-    node_index = np.full(num_nodes, -1, np.int64)
-    nodes = 0
-    for u in range(num_nodes):
-        if is_target[u]:
-            node_index[u] = nodes
-            nodes += 1
+    rank = np.cumsum(is_target.astype(np.int64))
+    node_index = np.where(is_target, rank - 1, -1)
+    nodes = rank[-1] if num_nodes else 0
     stamp = np.full(num_nodes, -1, np.int64)
     stack = np.empty(num_nodes, np.int64)
     found = np.empty(m, np.int64)
@@ -194,37 +191,7 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
         entry_ptr[i + 1] = entry_ptr[i] + count
         node_fin[i] = fin
     # every copy leads to a node that can end (backwards from the final nodes): the trim need not look
-    pred_ptr = np.zeros(num_nodes + 1, np.int64)
-    for e in range(len(eps_src)):
-        pred_ptr[eps_dst[e] + 1] += 1
-    for k in range(m):
-        pred_ptr[copy_dst[k] + 1] += 1
-    for u in range(num_nodes):
-        pred_ptr[u + 1] += pred_ptr[u]
-    preds = np.empty(pred_ptr[num_nodes], np.int64)
-    fill = pred_ptr[:-1].copy()
-    for e in range(len(eps_src)):
-        preds[fill[eps_dst[e]]] = eps_src[e]
-        fill[eps_dst[e]] += 1
-    for k in range(m):
-        preds[fill[copy_dst[k]]] = copy_src[k]
-        fill[copy_dst[k]] += 1
-    live = np.zeros(num_nodes, np.bool_)
-    depth = 0
-    for f in finals:
-        if not live[f]:
-            live[f] = True
-            stack[depth] = f
-            depth += 1
-    while depth:
-        depth -= 1
-        u = stack[depth]
-        for j in range(pred_ptr[u], pred_ptr[u + 1]):
-            w = preds[j]
-            if not live[w]:
-                live[w] = True
-                stack[depth] = w
-                depth += 1
+    live = reach(num_nodes, np.concatenate((eps_dst, copy_dst)), np.concatenate((eps_src, copy_src)), finals)
     all_live = True
     copy_node = np.empty(m, np.int64)
     for k in range(m):
