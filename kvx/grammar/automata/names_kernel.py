@@ -2,7 +2,8 @@
 their byte classes, and the merge of the trie's equal rows (minimise_kernel.tree_minimal_rows).
 
 As numpy calls (a unique, a dozen fancy writes, the classes of a [rows, 256] table) a name set cost
-~0.2 ms whatever its size, and a median schema builds three. The table is the one those calls give.
+~0.2 ms whatever its size, and a median schema builds three. The table is the one those calls give
+(the numpy steps stay in key_names.py for installs without numba).
 """
 from __future__ import annotations
 
@@ -43,34 +44,104 @@ def trie_after_body(body, body_acc, template, hop_bytes, parent, code, child, is
                 r += 1
         base[t + 1] = r
     total = base[nodes]
-    trans = np.empty((total, 256), np.int32)
-    trans[:nb] = body
+    # the columns the trie's rows write apart from their template (each such cell a trie row, never a
+    # body state): every other column is in every row a copy of a body row's, so two of those are
+    # alike where the body's rows are; the written ones are compared whole. The classes come out as
+    # those of the whole [rows, 256] table (numbered by first byte), without writing it (the median
+    # band's name sets, ~56 characters: 207 -> 133 us a set with the Python around the call)
+    written = np.zeros(256, np.bool_)
+    for kind in range(ESCAPE_ROWS - 1):
+        written[hop_bytes[kind]] = True
+    for t in range(nodes):
+        for h in range(8):
+            written[48 + h] |= uses[t, h]
+    for e in range(len(parent)):
+        c = code[e]
+        if c >= 0x20 and c != 0x22 and c != 0x5C:
+            written[c] = True
+        if short_byte[c] >= 0:
+            written[short_byte[c]] = True
+        written[hex_lower[c & 15]] = True
+        written[hex_upper[c & 15]] = True
+    at_written = np.full(256, -1, np.int64)
+    wcols = np.flatnonzero(written)
+    n_written = len(wcols)
+    at_written[wcols] = np.arange(n_written)
+    row_kind = np.empty(total - nb, np.int64)  # the template row each trie row copies
+    cols = np.empty((total, n_written), np.int32)  # the written columns, whole
+    for r in range(nb):
+        for x in range(n_written):
+            cols[r, x] = body[r, wcols[x]]
     accepting = np.zeros(total, np.bool_)
     accepting[:nb] = body_acc
     for t in range(nodes):
         r = base[t]
         for kind in range(ESCAPE_ROWS):
-            trans[r + kind] = template[kind]
-        for kind in range(ESCAPE_ROWS - 1):
-            trans[r + kind, hop_bytes[kind]] = r + kind + 1
+            row_kind[r + kind - nb] = kind
         for h in range(8):
             if nibble_row[t, h] >= 0:
-                trans[nibble_row[t, h]] = template[ESCAPE_ROWS + h]
-                trans[r + ESCAPE_ROWS - 1, 48 + h] = nibble_row[t, h]
+                row_kind[nibble_row[t, h] - nb] = ESCAPE_ROWS + h
         accepting[r] = not is_name[t]
+    for i in range(total - nb):
+        for x in range(n_written):
+            cols[nb + i, x] = template[row_kind[i], wcols[x]]
+    for t in range(nodes):
+        r = base[t]
+        for kind in range(ESCAPE_ROWS - 1):
+            cols[r + kind, at_written[hop_bytes[kind]]] = r + kind + 1
+        for h in range(8):
+            if nibble_row[t, h] >= 0:
+                cols[r + ESCAPE_ROWS - 1, at_written[48 + h]] = nibble_row[t, h]
     for e in range(len(parent)):
         c, at, target = code[e], base[parent[e]], base[child[e]]
         if c >= 0x20 and c != 0x22 and c != 0x5C:
-            trans[at, c] = target
+            cols[at, at_written[c]] = target
         if short_byte[c] >= 0:
-            trans[at + 1, short_byte[c]] = target
+            cols[at + 1, at_written[short_byte[c]]] = target
         after = nibble_row[parent[e], c >> 4]
-        trans[after, hex_lower[c & 15]] = target
-        trans[after, hex_upper[c & 15]] = target
-    reps, cob = column_classes(trans)
-    table = np.empty((total, len(reps)), np.int32)
-    for s in range(total):
-        for j in range(len(reps)):
-            table[s, j] = trans[s, reps[j]]
+        cols[after, at_written[hex_lower[c & 15]]] = target
+        cols[after, at_written[hex_upper[c & 15]]] = target
+    # classes: a column is its body rows (not written) or its whole written column; the two kinds differ
+    hashes = np.full(n_written, np.uint64(0xCBF29CE484222325))
+    for r in range(total):
+        for x in range(n_written):
+            hashes[x] = (hashes[x] ^ np.uint64(cols[r, x] + 2)) * np.uint64(0x100000001B3)
+    _, plain_class = column_classes(body)
+    cob = np.empty(256, np.int64)
+    reps = np.empty(256, np.int64)
+    of_plain = np.full(256, -1, np.int64)
+    k = 0
+    for b in range(256):
+        if not written[b]:
+            if of_plain[plain_class[b]] < 0:
+                of_plain[plain_class[b]] = k
+                reps[k] = b
+                k += 1
+            cob[b] = of_plain[plain_class[b]]
+            continue
+        found = -1
+        y = at_written[b]
+        for j in range(k):
+            x = at_written[reps[j]]
+            if x >= 0 and hashes[x] == hashes[y]:
+                same = True
+                for r in range(total):
+                    if cols[r, x] != cols[r, y]:
+                        same = False
+                        break
+                if same:
+                    found = j
+                    break
+        if found < 0:
+            found = k
+            reps[k] = b
+            k += 1
+        cob[b] = found
+    table = np.empty((total, k), np.int32)
+    for r in range(total):  # row by row: each class from its written column, or its body or template row
+        src = body[r] if r < nb else template[row_kind[r - nb]]
+        for j in range(k):
+            x = at_written[reps[j]]
+            table[r, j] = cols[r, x] if x >= 0 else src[reps[j]]
     out, acc = tree_minimal_rows(table, accepting, base[0], nb)
     return out, acc, cob
