@@ -612,7 +612,7 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
 # the chains of the byte-class runs met so far in this process: a key or a character class's
 # UTF-8 spelling recurs across rules and schemas, and each is a few numpy calls to build
 _CHAINS: dict[tuple, CDFA] = {}
-MAX_CHAINS = 8192  # ~2 KB each (the byte-class map): the cache is dropped whole past this
+MAX_CHAINS = 4096  # ~2 KB each (the byte-class map): the cache is dropped whole past this
 
 
 def _chain_dfa(masks: tuple) -> CDFA:
