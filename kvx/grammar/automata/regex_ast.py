@@ -81,7 +81,7 @@ def lit(data: bytes | str) -> Node:
         data = data.encode()
     if len(data) == 1:
         return _BYTES[data[0]]
-    return Seq(tuple(_BYTES[b] for b in data))
+    return Seq(tuple(map(_BYTES.__getitem__, data)))
 
 
 def is_nothing(node: Node) -> bool:
@@ -90,11 +90,12 @@ def is_nothing(node: Node) -> bool:
 
 def seq(*items: Node) -> Node:
     flat = []
-    for it in items:
-        if is_nothing(it):
-            return NOTHING
-        if isinstance(it, Seq):
+    for it in items:  # is_nothing and the class tests inline: the walk joins a few hundred a schema
+        kind = it.__class__
+        if kind is Seq:
             flat.extend(it.items)
+        elif (kind is Alt and not it.items) or (kind is Bytes and not it.mask):
+            return NOTHING
         else:
             flat.append(it)
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
@@ -103,15 +104,17 @@ def seq(*items: Node) -> Node:
 def alt(*items: Node) -> Node:
     flat = []
     for it in items:
-        if is_nothing(it):
-            continue
-        flat.extend(it.items if isinstance(it, Alt) else (it,))
-    masks = [it for it in flat if isinstance(it, Bytes)]
+        kind = it.__class__
+        if kind is Alt:
+            flat.extend(it.items)
+        elif not (kind is Bytes and not it.mask):
+            flat.append(it)
+    masks = [it for it in flat if it.__class__ is Bytes]
     if len(masks) > 1:  # merge single-byte alternatives into one class
         merged = 0
         for m in masks:
             merged |= m.mask
-        flat = [Bytes(merged)] + [it for it in flat if not isinstance(it, Bytes)]
+        flat = [Bytes(merged)] + [it for it in flat if it.__class__ is not Bytes]
     return flat[0] if len(flat) == 1 else Alt(tuple(flat))
 
 
