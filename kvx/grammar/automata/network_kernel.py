@@ -16,7 +16,7 @@ from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.subset_kernel import subsets
-from kvx.grammar.automata.table_kernels import column_classes, keep_rows, reach, trim_keep
+from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, reach, trim_keep
 
 
 @_jit
@@ -113,54 +113,16 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
         empty_ok[k] = dfa_acc[dfa_row0[d] + dfa_start[d]]
         off += dfa_shape[d, 0]
     # forward: epsilon successors (epsilon edges, empty-accepting copies); the copies leaving each node
-    succ_ptr = np.zeros(num_nodes + 1, np.int64)
-    out_ptr = np.zeros(num_nodes + 1, np.int64)
-    for e in range(len(eps_src)):
-        succ_ptr[eps_src[e] + 1] += 1
-    for k in range(m):
-        out_ptr[copy_src[k] + 1] += 1
-        if empty_ok[k]:
-            succ_ptr[copy_src[k] + 1] += 1
-    for u in range(num_nodes):
-        succ_ptr[u + 1] += succ_ptr[u]
-        out_ptr[u + 1] += out_ptr[u]
-    succ = np.empty(succ_ptr[num_nodes], np.int64)
-    outs = np.empty(m, np.int64)
-    fill = succ_ptr[:-1].copy()
-    for e in range(len(eps_src)):
-        succ[fill[eps_src[e]]] = eps_dst[e]
-        fill[eps_src[e]] += 1
-    out_fill = out_ptr[:-1].copy()
-    for k in range(m):
-        outs[out_fill[copy_src[k]]] = k
-        out_fill[copy_src[k]] += 1
-        if empty_ok[k]:
-            succ[fill[copy_src[k]]] = copy_dst[k]
-            fill[copy_src[k]] += 1
+    succ_ptr, succ = csr(num_nodes, np.concatenate((eps_src, copy_src[empty_ok])),
+                         np.concatenate((eps_dst, copy_dst[empty_ok])))
+    out_ptr, outs = csr(num_nodes, copy_src, np.arange(m))
     is_final = np.zeros(num_nodes, np.bool_)
-    for f in finals:
-        is_final[f] = True
-    # the copies' target nodes, ascending, and each closure's entries
-    is_target = np.zeros(num_nodes, np.bool_)
-    for k in range(m):
-        is_target[copy_dst[k]] = True
-    rank = np.cumsum(is_target.astype(np.int64))
-    node_index = np.where(is_target, rank - 1, -1)
-    nodes = rank[-1] if num_nodes else 0
+    is_final[finals] = True
     stamp = np.full(num_nodes, -1, np.int64)
     stack = np.empty(num_nodes, np.int64)
     found = np.empty(m, np.int64)
-    entry_ptr = np.zeros(nodes + 1, np.int64)
-    entries = [np.int64(0)]
-    entries.clear()
-    node_fin = np.zeros(nodes, np.bool_)
-    entry0 = np.zeros(0, np.int64)
-    final0 = False
-    for v in range(-1, num_nodes):  # the start node first, then the targets
-        if v >= 0 and not is_target[v]:
-            continue
-        root = 0 if v < 0 else v
-        tag = v + 1
+
+    def closure(root, tag):  # (the entries of the copies leaving X(root), ascending; whether X(root) ends)
         stamp[root] = tag
         stack[0] = root
         depth, count, fin = 1, 0, False
@@ -177,18 +139,27 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
                     stamp[w] = tag
                     stack[depth] = w
                     depth += 1
-        members = np.sort(found[:count])
-        if v < 0:
-            entry0 = starts[members]
-            final0 = fin
-            if count == 0:
-                return (3 if fin else 1), np.empty((0, 0), np.int32), np.zeros(0, np.bool_), np.int64(0), \
-                    np.zeros(256, np.int64)
-            continue
-        i = node_index[v]
+        return starts[np.sort(found[:count])], fin
+
+    entry0, final0 = closure(0, 0)
+    if len(entry0) == 0:
+        return (3 if final0 else 1), np.empty((0, 0), np.int32), np.zeros(0, np.bool_), np.int64(0), \
+            np.zeros(256, np.int64)
+    # the copies' target nodes, ascending, each with its closure's entries
+    is_target = np.zeros(num_nodes, np.bool_)
+    is_target[copy_dst] = True
+    rank = np.cumsum(is_target.astype(np.int64))
+    node_index = np.where(is_target, rank - 1, -1)
+    targets = np.flatnonzero(is_target)
+    entry_ptr = np.zeros(len(targets) + 1, np.int64)
+    node_fin = np.zeros(len(targets), np.bool_)
+    entries = [np.int64(0)]  # typed by its first item, taken out again
+    entries.clear()
+    for i in range(len(targets)):
+        members, fin = closure(targets[i], i + 1)
         for q in members:
-            entries.append(starts[q])
-        entry_ptr[i + 1] = entry_ptr[i] + count
+            entries.append(q)
+        entry_ptr[i + 1] = entry_ptr[i] + len(members)
         node_fin[i] = fin
     # every copy leads to a node that can end (backwards from the final nodes): the trim need not look
     live = reach(num_nodes, np.concatenate((eps_dst, copy_dst)), np.concatenate((eps_src, copy_src)), finals)
@@ -197,8 +168,6 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
     for k in range(m):
         all_live &= live[copy_dst[k]]
         copy_node[k] = node_index[copy_dst[k]]
-    entry_states = np.empty(len(entries), np.int64)
-    for i in range(len(entries)):
-        entry_states[i] = entries[i]
+    entry_states = np.array(entries, np.int64) if len(entries) else np.zeros(0, np.int64)
     return finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, entry_ptr, entry_states,
                           node_fin, entry0, final0, all_live, max_states, minimise_up_to, look_every)

@@ -31,17 +31,25 @@ def live_cells(trans):  # pragma: no cover - compiled
 
 
 @_jit
-def reach(n, src, dst, seeds):  # pragma: no cover - compiled
-    counts = np.zeros(n + 1, np.int64)
+def csr(n, src, dst):  # pragma: no cover - compiled
+    """The edges src[i] -> dst[i] of n nodes by source: node s's targets are
+    targets[ptr[s]:ptr[s + 1]], in the order the edges are listed."""
+    ptr = np.zeros(n + 1, np.int64)
     for i in range(len(src)):
-        counts[src[i] + 1] += 1
+        ptr[src[i] + 1] += 1
     for i in range(n):
-        counts[i + 1] += counts[i]
-    fill = counts[:-1].copy()
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
     targets = np.empty(len(src), np.int64)
     for i in range(len(src)):
         targets[fill[src[i]]] = dst[i]
         fill[src[i]] += 1
+    return ptr, targets
+
+
+@_jit
+def reach(n, src, dst, seeds):  # pragma: no cover - compiled
+    counts, targets = csr(n, src, dst)
     seen = np.zeros(n, np.bool_)
     queue = np.empty(n, np.int64)
     tail = 0
