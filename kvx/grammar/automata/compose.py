@@ -78,13 +78,16 @@ class Composer:
             return hit[1]
         # a part is its byte mask (>= 0) or -1 - its shape: most parts are single bytes of literals,
         # read inline (a lambda call per byte was most of this function's time)
-        part = lambda k: k.mask if k.__class__ is ra.Bytes else -1 - self.shape(k)
+        # (a literal's part is its bytes: never equal to an int)
+        part = lambda k: k.mask if k.__class__ is ra.Bytes else k.data if k.__class__ is ra.Text else -1 - self.shape(k)
         kind = node.__class__
         if kind is ra.Seq or kind is ra.Alt:
-            key = (4 if kind is ra.Seq else 5,
-                   *[k.mask if k.__class__ is ra.Bytes else -1 - self.shape(k) for k in node.items])
+            key = (4 if kind is ra.Seq else 5, *[k.mask if k.__class__ is ra.Bytes else k.data if k.__class__ is ra.Text
+                                                 else -1 - self.shape(k) for k in node.items])
         elif kind is ra.Bytes:
             key = (0, node.mask)
+        elif kind is ra.Text:
+            key = (6, node.data)
         elif kind is ra.Embed:
             key = (1, id(node) if node.dfa is None else id(node.dfa))  # the node (or DFA) is held below
         elif kind is ra.Repeat:
@@ -99,6 +102,8 @@ class Composer:
     def _build(self, node: ra.Node) -> CDFA | None:
         if isinstance(node, ra.Bytes):
             return single_class(node.mask)
+        if isinstance(node, ra.Text):
+            return _text_dfa(node.data)
         if isinstance(node, ra.Embed):
             return compact(node.dfa)
         if isinstance(node, ra.Seq):
@@ -132,7 +137,7 @@ class Composer:
         return hit
 
     def _is_leaf(self, node) -> bool:
-        if isinstance(node, (ra.Bytes, ra.Embed)) or id(node) in self.memo:
+        if isinstance(node, (ra.Bytes, ra.Text, ra.Embed)) or id(node) in self.memo:
             return True
         if isinstance(node, ra.Repeat):
             item = self.build(node.item)
@@ -166,12 +171,13 @@ class Composer:
                     out.append((a, b, None))
                     continue
                 items, run = [], []
-                for it in label.items + (None,):  # runs of byte classes become one chain leaf
-                    if isinstance(it, ra.Bytes):
-                        run.append(it.mask)
+                for it in label.items + (None,):  # runs of byte classes and literals become one chain leaf
+                    kind = it.__class__
+                    if kind is ra.Bytes or kind is ra.Text:
+                        run.append(it)
                         continue
                     if run:
-                        items.append(ra.Bytes(run[0]) if len(run) == 1 else self._chain(tuple(run)))
+                        items.append(run[0] if len(run) == 1 else self._chain(_masks(run)))
                         run = []
                     if it is not None:
                         items.append(it)
@@ -609,9 +615,10 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
     return acc_states, nodes, which, entries, np.array([f for _, f in info], dtype=bool)
 
 
-# the chains of the byte-class runs met so far in this process: a key or a character class's
-# UTF-8 spelling recurs across rules and schemas, and each is a few numpy calls to build
-_CHAINS: dict[tuple, CDFA] = {}
+# the chains of the byte-class runs (by their masks) and of the literals (by their bytes) met so far in
+# this process: a key or a character class's UTF-8 spelling recurs across rules and schemas, and each
+# is a few numpy calls to build
+_CHAINS: dict[tuple | bytes, CDFA] = {}
 MAX_CHAINS = 4096  # ~2 KB each (the byte-class map): the cache is dropped whole past this
 
 
@@ -636,6 +643,28 @@ def _chain_dfa(masks: tuple) -> CDFA:
     if len(_CHAINS) >= MAX_CHAINS:
         _CHAINS.clear()
     _CHAINS[masks] = hit
+    return hit
+
+
+def _masks(run: list) -> tuple:
+    """A run of byte classes and literals as the masks of its bytes, one per byte."""
+    out = []
+    for it in run:
+        if it.__class__ is ra.Bytes:
+            out.append(it.mask)
+        else:
+            out += [1 << b for b in it.data]
+    return tuple(out)
+
+
+def _text_dfa(data: bytes) -> CDFA:
+    """The chain spelling `data`: _chain_dfa's for its bytes' masks, kept per process by the bytes."""
+    hit = _CHAINS.get(data)
+    if hit is None:
+        hit = _literal_chain(list(data))
+        if len(_CHAINS) >= MAX_CHAINS:
+            _CHAINS.clear()
+        _CHAINS[data] = hit
     return hit
 
 

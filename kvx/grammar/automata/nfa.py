@@ -29,6 +29,12 @@ class NFA:
         if isinstance(node, ra.Bytes):
             if node.mask:
                 self.edges[src].append((node.mask, dst))
+        elif isinstance(node, ra.Text):
+            cur = src
+            for i, b in enumerate(node.data):
+                nxt = dst if i == len(node.data) - 1 else self.new()
+                self.edges[cur].append((1 << b, nxt))
+                cur = nxt
         elif isinstance(node, ra.Seq):
             if not node.items:
                 self.eps[src].append(dst)

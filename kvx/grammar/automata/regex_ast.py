@@ -1,6 +1,6 @@
 """A small byte-level regex AST: the common language of every piece of the schema compiler.
 
-Leaves are byte classes (a 256-bit int mask) or embedded DFAs; inner nodes are concatenation,
+Leaves are byte classes (a 256-bit int mask), literal texts or embedded DFAs; inner nodes are concatenation,
 alternation, bounded repetition and `Graph`, an NFA-shaped node whose edges carry sub-ASTs (the
 object builder uses it so a member's automaton appears once although several paths reach it).
 Nodes are immutable and may be shared between trees.
@@ -16,6 +16,14 @@ ALL_BYTES = (1 << 256) - 1
 @dataclass(frozen=True)
 class Bytes:
     mask: int  # bit b set <=> byte b matches; 0 matches nothing
+
+
+@dataclass(frozen=True)
+class Text:
+    """A literal of two or more bytes: one leaf, where a byte class per byte cost the walk, the
+    composer's shapes and its chains a big-int mask each (a median schema spells ~70 keys)."""
+
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -49,7 +57,7 @@ class Graph:
     finals: tuple
 
 
-Node = Union[Bytes, Seq, Alt, Repeat, Embed, Graph]
+Node = Union[Bytes, Text, Seq, Alt, Repeat, Embed, Graph]
 EMPTY = Seq(())  # matches the empty string
 NOTHING = Alt(())  # matches nothing
 
@@ -81,7 +89,20 @@ def lit(data: bytes | str) -> Node:
         data = data.encode()
     if len(data) == 1:
         return _BYTES[data[0]]
-    return Seq(tuple(map(_BYTES.__getitem__, data)))
+    return Text(data) if data else EMPTY
+
+
+def literal_bytes(node: Node) -> bytes | None:
+    """The one word of a literal leaf (a Text, or a class of one byte); None for anything else."""
+    kind = node.__class__
+    if kind is Text:
+        return node.data
+    if kind is Bytes and node.mask and not node.mask & (node.mask - 1):
+        return _BYTE_TEXT[node.mask.bit_length() - 1]
+    return None
+
+
+_BYTE_TEXT = tuple(bytes([b]) for b in range(256))
 
 
 def is_nothing(node: Node) -> bool:
@@ -89,16 +110,28 @@ def is_nothing(node: Node) -> bool:
 
 
 def seq(*items: Node) -> Node:
+    """The concatenation, flattened; neighbouring literals are one Text (a key, its quotes and colon)."""
     flat = []
     for it in items:  # is_nothing and the class tests inline: the walk joins a few hundred a schema
         kind = it.__class__
         if kind is Seq:
-            flat.extend(it.items)
+            parts = it.items
+            if not parts:
+                continue
         elif (kind is Alt and not it.items) or (kind is Bytes and not it.mask):
             return NOTHING
         else:
-            flat.append(it)
-    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+            parts = (it,)
+        if flat and flat[-1].__class__ in _LITERALS and parts[0].__class__ in _LITERALS:
+            joined, head = literal_bytes(flat[-1]), literal_bytes(parts[0])
+            if joined is not None and head is not None:
+                flat[-1] = Text(joined + head)
+                parts = parts[1:]
+        flat.extend(parts)
+    return EMPTY if not flat else flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+_LITERALS = (Bytes, Text)
 
 
 def alt(*items: Node) -> Node:

@@ -192,13 +192,26 @@ class Document:
             if isinstance(node.get(kw), str):
                 self.anchors.setdefault(f"{base}#{node[kw]}", pointer)
         self.base_of[pointer] = base
-        walked = set()
-        for ptr, sub in child_pointers(node, pointer):
-            walked.add(ptr[len(pointer) + 1:].split("/", 1)[0])
-            self._index(sub, ptr, base, dialect)
-        for key, value in node.items():
-            if escape(key) not in walked and key not in VALUE_KEYWORDS:
-                self._index_unwalked(value, f"{pointer}/{escape(key)}", base, dialect)
+        unwalked = []
+        for key, value in node.items():  # child_pointers' subschemas, in its order; then the other keys
+            at = f"{pointer}/{escape(key)}"
+            if key in SCHEMA_VALUED and isinstance(value, (dict, bool)):
+                self._index(value, at, base, dialect)
+                continue
+            walked = False
+            if key in SCHEMA_LISTS and isinstance(value, list):
+                for i, sub in enumerate(value):
+                    self._index(sub, f"{at}/{i}", base, dialect)
+                walked = bool(value)
+            elif key in SCHEMA_MAPS and isinstance(value, dict):
+                for name, sub in value.items():
+                    if isinstance(sub, (dict, bool)):
+                        self._index(sub, f"{at}/{escape(name)}", base, dialect)
+                        walked = True
+            if not walked and key not in VALUE_KEYWORDS:
+                unwalked.append((value, at))
+        for value, at in unwalked:
+            self._index_unwalked(value, at, base, dialect)
 
     def _index_unwalked(self, node, pointer: str, base: str, dialect: str) -> None:
         """Objects under a key no keyword walks (meltano's `$defs/plugins/{generic, extractors}`, a
@@ -372,8 +385,11 @@ class Document:
         """Pointer of the subschema `ref` (found at `pointer`) names; UnsupportedSchema if remote."""
         pointer = self.origin(pointer)
         where = self.display(f"{pointer}/$ref")
-        target = join_uri(self.base_of.get(pointer, ""), ref)
-        uri, fragment = urldefrag(target)
+        base = self.base_of.get(pointer, "")
+        if ref.startswith("#") and "#" not in base:  # a fragment: join_uri and urldefrag's answer, without urllib
+            uri, fragment = base, ref[1:]
+        else:
+            uri, fragment = urldefrag(join_uri(base, ref))
         fragment = unquote(fragment)
         if uri not in self.resources:
             raise UnsupportedSchema(f"unsupported keyword '$ref' (remote reference {ref!r}) at {where or '/'}; "
