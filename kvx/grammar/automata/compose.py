@@ -387,23 +387,29 @@ class Composer:
         deadline.check()
         num_nodes, edges = self._expand(num_nodes, edges)
         epsilons = []  # (src node, dst node)
-        copies = []  # (src node, dst node, dfa)
+        copies = []  # (src node, dst node, dfa or literal text)
+        total = 0
         for a, b, label in edges:
             if label is None:
                 epsilons.append((a, b))
-                continue
-            d = self.build(label)
-            if d is not None:
-                copies.append((a, b, d))
-        offsets, total = [], 0
-        for _, _, d in copies:
-            offsets.append(total)
-            total += d.num_states
+            elif label.__class__ is ra.Text:  # a literal's chain is written by the small network's kernel
+                copies.append((a, b, label))
+                total += len(label.data) + 1
+            else:
+                d = self.build(label)
+                if d is not None:
+                    copies.append((a, b, d))
+                    total += d.num_states
         if total > 2 * self.max_states:  # the result keeps nearly every copy state: over the cap anyway
             raise TooLarge(f"more than {self.max_states} DFA states")
         compiled = graph_kernels.kernels()
         if compiled is not None and 0 < len(copies) <= SMALL_COPIES and num_nodes <= SMALL_NODES:
             return self._finish_small(compiled.small_network, num_nodes, copies, epsilons, finals)
+        copies = [(a, b, _text_dfa(d.data) if d.__class__ is ra.Text else d) for a, b, d in copies]
+        offsets, total = [], 0
+        for _, _, d in copies:
+            offsets.append(total)
+            total += d.num_states
         eps = [[] for _ in range(num_nodes)]
         for a, b in epsilons:
             eps[a].append(b)
@@ -532,13 +538,17 @@ class Composer:
 
     def _finish_small(self, kernel, num_nodes: int, copies: list, epsilons: list, finals: tuple):
         """network's closures and _finish_compiled's steps in one compiled call (a small network:
-        network_kernel.network_from_edges); the same table."""
+        network_kernel.network_from_edges); the same table. A literal text's copy is its bytes, its
+        chain written by the kernel (a median schema spells ~30 new ones, 26 us each as an automaton)."""
         distinct, copy_dfa = _distinct(copies)
+        texts = [d.data for _, _, d in copies if d.__class__ is ra.Text]
         ends = np.array([(a, b) for a, b, _ in copies], dtype=np.int64).reshape(-1, 2).T.copy()  # each contiguous
         eps = np.array(epsilons, dtype=np.int64).reshape(-1, 2).T.copy()
         status, trans, accepting, start, joint = kernel(
             *_tables(distinct),
-            np.array([d.start for d in distinct], dtype=np.int64), np.array(copy_dfa, dtype=np.int64),
+            np.array([d.start for d in distinct], dtype=np.int64),
+            np.frombuffer(b"".join(texts), dtype=np.uint8), np.cumsum([0] + [len(t) for t in texts], dtype=np.int64),
+            np.array(copy_dfa, dtype=np.int64),
             ends[0], ends[1], eps[0], eps[1], num_nodes, np.array(finals, dtype=np.int64),
             self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
         if status == 3:
@@ -560,7 +570,7 @@ class Composer:
             node_fin.append(fin)
         deadline.check()
         status, trans, accepting, start, joint = kernel(
-            *_tables(distinct),
+            *_tables(distinct), _NO_TEXT, _NO_TEXT_PTR,
             np.array(copy_dfa, dtype=np.int64), np.array([node_index[b] for _, b, _ in copies], dtype=np.int64),
             np.cumsum(entry_lens, dtype=np.int64), np.array(entries, dtype=np.int64),
             np.array(node_fin, dtype=bool), np.array(entry0, dtype=np.int64), bool(final0), all_live,
@@ -576,10 +586,16 @@ class Composer:
 
 
 def _distinct(copies: list) -> tuple[list, list]:
-    """The distinct automata of the copies, in the order the copies meet them, and each copy's."""
+    """The distinct automata of the copies, in the order the copies meet them, and each copy's
+    (a literal text's copy: -1 - its number among the texts)."""
     index: dict[int, int] = {}
     distinct, copy_dfa = [], []
+    texts = 0
     for _, _, d in copies:
+        if d.__class__ is ra.Text:
+            texts += 1
+            copy_dfa.append(-texts)
+            continue
         i = index.get(id(d))
         if i is None:
             i = index[id(d)] = len(distinct)
@@ -588,8 +604,14 @@ def _distinct(copies: list) -> tuple[list, list]:
     return distinct, copy_dfa
 
 
+_NO_TEXT = np.zeros(0, dtype=np.uint8)  # the texts of a network without literal copies
+_NO_TEXT_PTR = np.zeros(1, dtype=np.int64)
+
+
 def _tables(distinct: list) -> tuple:
     """The automata as the network kernels read them: tables flat, shapes, acceptance, classes."""
+    if not distinct:
+        return np.zeros(0, np.int32), np.zeros((0, 2), np.int64), np.zeros(0, bool), np.zeros((0, 256), np.int64)
     return (np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
             np.array([d.trans.shape for d in distinct], dtype=np.int64),
             np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),

@@ -92,11 +92,13 @@ def _warm(k: GraphKernels) -> None:
         k.trim(np.array([[1], [-1]], dtype), np.array([False, True]), 0, False)
     # one copy of a one-byte automaton, ending the network
     k.network(np.array([1, -1], i32), np.array([[2, 1]], i64), np.array([False, True]), np.zeros((1, 256), i64),
-              np.array([0], i64), np.array([0], i64), np.array([0, 0], i64), np.zeros(0, i64), np.array([True]),
-              np.array([0], i64), False, True, 16, 64, 1 << 20)
+              np.zeros(0, np.uint8), np.zeros(1, i64), np.array([0], i64), np.array([0], i64), np.array([0, 0], i64),
+              np.zeros(0, i64), np.array([True]), np.array([0], i64), False, True, 16, 64, 1 << 20)
+    # the automaton's copy, then a literal's ("ab")
     k.small_network(np.array([1, -1], i32), np.array([[2, 1]], i64), np.array([False, True]), np.zeros((1, 256), i64),
-                    np.array([0], i64), np.array([0], i64), np.array([0], i64), np.array([1], i64), np.zeros(0, i64),
-                    np.zeros(0, i64), 2, np.array([1], i64), 16, 64, 1 << 20)
+                    np.array([0], i64), np.frombuffer(b"ab", np.uint8), np.array([0, 2], i64), np.array([0, -1], i64),
+                    np.array([0, 1], i64), np.array([1, 2], i64), np.zeros(0, i64), np.zeros(0, i64), 3,
+                    np.array([2], i64), 16, 64, 1 << 20)
 
 
 @_jit

@@ -20,8 +20,22 @@ from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, r
 
 
 @_jit
-def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, entry_ptr, entry_states,
-                   node_fin, start_members, start_final, all_live, max_states, minimise_up_to,
+def _joint_classes(dfa_cob, text_bytes):  # pragma: no cover - compiled
+    """The byte partition refining every automaton's classes and every literal's (each of its bytes a
+    class, the rest one): the literals' bytes as one more row, each byte its own value there."""
+    if len(text_bytes) == 0:
+        return column_classes(dfa_cob)
+    cob = np.empty((len(dfa_cob) + 1, 256), np.int64)
+    cob[: len(dfa_cob)] = dfa_cob
+    cob[len(dfa_cob)] = 0
+    for i in range(len(text_bytes)):
+        cob[len(dfa_cob), text_bytes[i]] = np.int64(text_bytes[i]) + 1
+    return column_classes(cob)
+
+
+@_jit
+def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, text_bytes, text_ptr, copy_dfa, copy_node, entry_ptr,
+                   entry_states, node_fin, start_members, start_final, all_live, max_states, minimise_up_to,
                    look_every):  # pragma: no cover - compiled
     """The composed DFA of a network's copies: (status, trans [n, K] int32, accepting, start, byte
     class of each byte). Status 0; 1: the language is empty; -1: over `max_states` states (or 8 times
@@ -29,10 +43,11 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
 
     Copy i is distinct automaton d = copy_dfa[i]: dfa_shape[d] = (its states, its classes), its
     table flat in dfa_trans and its acceptance in dfa_acc after those of the automata before it,
-    the classes of its bytes dfa_cob[d]. Its accepting states continue into target node
-    copy_node[i], whose entry states are entry_states[entry_ptr[u]:entry_ptr[u + 1]]
-    (see subset_kernel.subsets)."""
-    reps, joint = column_classes(dfa_cob)
+    the classes of its bytes dfa_cob[d]; or, where copy_dfa[i] = -1 - t, the chain spelling literal
+    t, text_bytes[text_ptr[t]:text_ptr[t + 1]] (compose._literal_chain's automaton, numbered alike).
+    Its accepting states continue into target node copy_node[i], whose entry states are
+    entry_states[entry_ptr[u]:entry_ptr[u + 1]] (see subset_kernel.subsets)."""
+    reps, joint = _joint_classes(dfa_cob, text_bytes)
     k = len(reps)
     dfa_rows, dfa_k = dfa_shape[:, 0], dfa_shape[:, 1]
     dfa_row0 = np.zeros(len(dfa_rows) + 1, np.int64)
@@ -42,7 +57,8 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
         dfa_cell0[d + 1] = dfa_cell0[d] + dfa_rows[d] * dfa_k[d]
     total = 0
     for i in range(len(copy_dfa)):
-        total += dfa_rows[copy_dfa[i]]
+        d = copy_dfa[i]
+        total += dfa_rows[d] if d >= 0 else text_ptr[-d] - text_ptr[-1 - d] + 1
     trans = np.empty((total, k), np.int32)
     copy_acc = np.zeros(total, np.bool_)
     node_of = np.full(total, -1, np.int64)
@@ -52,6 +68,18 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
     next_look = look_every
     for i in range(len(copy_dfa)):
         d = copy_dfa[i]
+        if d < 0:  # a literal: byte j leads from its state j to j + 1, the last state accepts
+            a, n = text_ptr[-1 - d], text_ptr[-d] - text_ptr[-1 - d]
+            work += (n + 1) * k
+            for s in range(n + 1):
+                for c in range(k):
+                    trans[off + s, c] = -1
+            for s in range(n):
+                trans[off + s, joint[text_bytes[a + s]]] = off + s + 1
+            copy_acc[off + n] = True
+            node_of[off + n] = copy_node[i]
+            off += n + 1
+            continue
         n, width, cell0, row0 = dfa_rows[d], dfa_k[d], dfa_cell0[d], dfa_row0[d]
         work += n * k
         if work >= next_look:  # megalinter's network: millions of cells
@@ -90,14 +118,15 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, 
 
 
 @_jit
-def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_dfa, copy_src, copy_dst, eps_src,
-                       eps_dst, num_nodes, finals, max_states, minimise_up_to,
+def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, text_bytes, text_ptr, copy_dfa, copy_src,
+                       copy_dst, eps_src, eps_dst, num_nodes, finals, max_states, minimise_up_to,
                        look_every):  # pragma: no cover - compiled
     """compose.Composer.network after its expansion, for a small network: the closures of its nodes
     (X(v): the nodes v reaches by epsilon edges and by copies that accept the empty word; the
     entries of v: the start states of the copies leaving X(v), ascending; v ends if X(v) holds a
     final node), whether every copy leads to a node that can end, then finish_network. Copy k is
-    distinct automaton copy_dfa[k] (its start dfa_start[d]) from node copy_src[k] to copy_dst[k].
+    distinct automaton copy_dfa[k] (its start dfa_start[d]), or a literal (copy_dfa[k] < 0, as in
+    finish_network), from node copy_src[k] to copy_dst[k].
     Status 3: the language is the empty word alone (nothing leaves the start's closure, which ends);
     else finish_network's."""
     m = len(copy_dfa)
@@ -109,6 +138,10 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
     off = 0
     for k in range(m):
         d = copy_dfa[k]
+        if d < 0:  # a literal starts at its first state and spells at least a byte
+            starts[k] = off
+            off += text_ptr[-d] - text_ptr[-1 - d] + 1
+            continue
         starts[k] = off + dfa_start[d]
         empty_ok[k] = dfa_acc[dfa_row0[d] + dfa_start[d]]
         off += dfa_shape[d, 0]
@@ -169,5 +202,5 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, copy_d
         all_live &= live[copy_dst[k]]
         copy_node[k] = node_index[copy_dst[k]]
     entry_states = np.array(entries, np.int64) if len(entries) else np.zeros(0, np.int64)
-    return finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, copy_dfa, copy_node, entry_ptr, entry_states,
-                          node_fin, entry0, final0, all_live, max_states, minimise_up_to, look_every)
+    return finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, text_bytes, text_ptr, copy_dfa, copy_node, entry_ptr,
+                          entry_states, node_fin, entry0, final0, all_live, max_states, minimise_up_to, look_every)
