@@ -160,13 +160,16 @@ class Composer:
                 raise TooLarge(f"more than {self.max_states} DFA states")
             return count - 1
 
+        memo = self.memo
         while stack:
             if len(out) % 4096 == 0:
                 deadline.check()
             a, b, label = stack.pop()
-            if label is None or self._is_leaf(label):
+            kind = label.__class__  # leaves first, by class: most labels are literals and built values
+            if label is None or kind is ra.Text or kind is ra.Bytes or kind is ra.Embed or id(label) in memo \
+                    or (kind is ra.Repeat and self._is_leaf(label)):
                 out.append((a, b, label))
-            elif isinstance(label, ra.Seq):
+            elif kind is ra.Seq:
                 if not label.items:
                     out.append((a, b, None))
                     continue
@@ -186,14 +189,14 @@ class Composer:
                     nxt = b if i == len(items) - 1 else new()
                     stack.append((cur, nxt, it))
                     cur = nxt
-            elif isinstance(label, ra.Alt):
+            elif kind is ra.Alt:
                 stack.extend((a, b, it) for it in label.items)
-            elif isinstance(label, ra.Graph):
+            elif kind is ra.Graph:
                 ids = [new() for _ in range(label.num_states)]
                 out.append((a, ids[0], None))
                 out.extend((ids[f], b, None) for f in label.finals)
                 stack.extend((ids[x], ids[y], lab) for x, y, lab in label.edges)
-            elif isinstance(label, ra.Repeat):
+            elif kind is ra.Repeat:
                 lo, hi, item = label.lo, label.hi, label.item
                 cur = a
                 if lo == 0 and hi is None:  # the loop gets a node of its own: `a` may start other edges

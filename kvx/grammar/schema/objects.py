@@ -118,8 +118,12 @@ class ObjectBody(Body):
     def _member(self, key: str, absent: set, witness: tuple | None = None) -> ra.Node | None:
         """The member of declared `key`; with `witness`, its value also failing the negated schema."""
         more = (witness[1],) if witness and witness[1] else ()
-        value = ra.NOTHING if key in absent or not self._name_ok(key) else \
-            self.s.value(self._key_schemas(key) + more, self.s.member_context(self.context, key=key))
+        if key in absent or not self._name_ok(key):
+            return None
+        pointers = self._key_schemas(key) + more
+        value = self.s.plain(pointers)
+        if value is None:  # a container's or an applicator's: its context fixes its members' order
+            value = self.s.value(pointers, self.s.member_context(self.context, key=key))
         if ra.is_nothing(value):
             return None
         ws = self.s.ws

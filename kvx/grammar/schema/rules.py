@@ -62,6 +62,7 @@ class RuleBuilder:
         self._composer = Composer(options.max_states)  # one for all rules: a slot used twice is built once
         self._strings: dict[int, tuple] = {}  # string rules to build: rule id -> their StringSpecs
         self._members: dict[tuple, tuple] = {}  # (piece pointer, enum members) -> those the piece allows
+        self._plain: dict[str, ra.Node | None] = {}  # pointer -> its plain scalar slot (None: not one)
 
     # ---- entry ------------------------------------------------------------------------------
     def program(self) -> Program | None:
@@ -110,6 +111,9 @@ class RuleBuilder:
     def value(self, pointers: tuple, context: tuple) -> ra.Node:
         """Language of one value valid under every schema at `pointers`; containers are calls.
         `context` (applicators.applicable) fixes the order of object members at any depth."""
+        plain = self.plain(pointers)
+        if plain is not None:
+            return plain
         pointers = tuple(p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True)
         context = self.apps.ordering(context)
         hit = self._values.get((pointers, context))
@@ -123,10 +127,21 @@ class RuleBuilder:
             self._values[(pointers, context)] = hit
         return hit
 
+    def plain(self, pointers: tuple) -> ra.Node | None:
+        """value() where the one schema at `pointers` is a plain scalar (_plain_slot), whatever the
+        context (an object member's need not be worked out); None for any other slot."""
+        present = [p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True]
+        if len(present) != 1:
+            return None
+        ptr = present[0]
+        if ptr not in self._plain:
+            try:
+                self._plain[ptr] = self._plain_slot(ptr)
+            except TooLarge as err:
+                raise too_large(self.doc.where(ptr), err) from None
+        return self._plain[ptr]
+
     def _slot(self, pointers: tuple, context: tuple) -> ra.Node:
-        plain = self._plain_slot(pointers[0]) if len(pointers) == 1 else None
-        if plain is not None:
-            return plain
         scalars, texts, objects, arrays = [], [], [], []
         for alt in self.alternatives(pointers):
             deadline.check()  # up to MAX_ALTERNATIVES of them, each its pieces' keywords read
