@@ -19,8 +19,8 @@ from kvx.grammar.tokens.vocab import TokenVocab
 from kvx.npz_cache import read_entry, write_entry
 from kvx.paths import cache_root
 
-CACHE_FORMAT = 2  # 2: pushdown programs (rules and call edges) instead of one DFA
-_ARRAYS = ("trans", "final", "rule_of", "rule_start", "call_ptr", "call_rule", "call_ret", "classes")
+CACHE_FORMAT = 3  # 2: pushdown programs (rules and call edges) instead of one DFA; 3: tables over byte classes
+_ARRAYS = ("table", "final", "rule_of", "rule_start", "call_ptr", "call_rule", "call_ret", "classes")
 
 
 def cache_dir() -> Path:
@@ -63,7 +63,7 @@ def _entry(data) -> tuple:
     arrays = {k: data[k] for k in _ARRAYS}
     dist = data["dist"].astype(np.int32)
     meta = json.loads(bytes(data["meta"]).decode("utf-8"))
-    program = Program(trans=arrays["trans"].astype(np.int32), final=arrays["final"].astype(bool),
+    program = Program(table=arrays["table"].astype(np.int32), final=arrays["final"].astype(bool),
                       rule_of=arrays["rule_of"].astype(np.int32), rule_start=arrays["rule_start"].astype(np.int32),
                       call_ptr=arrays["call_ptr"].astype(np.int64), call_rule=arrays["call_rule"].astype(np.int32),
                       call_ret=arrays["call_ret"].astype(np.int32), classes=arrays["classes"].astype(np.int64))
@@ -73,9 +73,11 @@ def _entry(data) -> tuple:
 
 def _validate(p: Program, dist: np.ndarray) -> None:
     n = p.num_states
-    if p.trans.ndim != 2 or p.trans.shape[1] != 256 or p.final.shape != (n,) or dist.shape != (n,):
+    if p.table.ndim != 2 or p.final.shape != (n,) or dist.shape != (n,) or p.classes.shape != (256,):
         raise ValueError("shape mismatch")
-    if p.trans.max() >= n or p.trans.min() < -1 or p.call_ptr.shape != (n + 1,) or p.classes.shape != (256,):
+    if p.classes.min() < 0 or p.classes.max() >= p.table.shape[1]:
+        raise ValueError("class out of range")
+    if p.table.max() >= n or p.table.min() < -1 or p.call_ptr.shape != (n + 1,):
         raise ValueError("state out of range")
     if not 0 <= p.start < n or (len(p.call_ret) and (p.call_ret.max() >= n or p.call_rule.max() >= p.num_rules)):
         raise ValueError("edge out of range")
@@ -85,5 +87,5 @@ def store(path: Path, program: Program, dist: np.ndarray, warnings: list[str], p
     meta = json.dumps({"warnings": warnings, "post_checks": post_checks}).encode("utf-8")
     arrays = {k: getattr(program, k) for k in _ARRAYS}
     if program.num_states < 32767:
-        arrays["trans"] = arrays["trans"].astype(np.int16)
+        arrays["table"] = arrays["table"].astype(np.int16)
     write_entry(path, dist=dist, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)

@@ -115,12 +115,13 @@ def test_numba_and_lockstep_walks_agree(tmp_path, monkeypatch):
     numba_states = 0
     for schema in [json.loads((REPO / "schemas" / f"{n}.json").read_text()) for n in ("ticket", "invoice", "sql_query_plan")] + [NESTED]:
         grammar = compile_schema(schema, smol_tokenizer())
-        trans, mat, edge = grammar.program.trans, grammar.pda.frames.matrix, grammar.pda.frames.edge
+        table, classes = grammar.program.table, grammar.program.classes
+        mat, edge = grammar.pda.frames.matrix, grammar.pda.frames.edge
         for state in range(0, grammar.program.num_states, 7):
-            slow = token_walk.walk_lockstep(trans, edge, mat, state)
-            if token_walk.worth_it(trans, mat, state):
+            slow = token_walk.walk_lockstep(table, classes, edge, mat, state)
+            if token_walk.worth_it(table, classes, mat, state):
                 numba_states += 1
-                fast = token_walk.walk_tokens(trans, edge, mat, len(grammar.vocab.token_bytes), state)
+                fast = token_walk.walk_tokens(table, classes, edge, mat, len(grammar.vocab.token_bytes), state)
                 assert np.array_equal(fast.ids, slow.ids) and np.array_equal(fast.nexts, slow.nexts), state
                 order = np.argsort(slow.stop_ids)
                 assert np.array_equal(fast.stop_ids, slow.stop_ids[order]), state

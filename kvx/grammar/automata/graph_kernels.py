@@ -42,7 +42,7 @@ class GraphKernels(NamedTuple):
     minimise: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
     distances: object  # (trans, reps, final, call_src, call_start, call_ret, inf) -> [n] int32
     subsets: object  # compose's subset construction: subset_kernel.subsets
-    spread: object  # (table, classes, offset, out [n, 256]) -> None: pda._concatenate
+    spread: object  # (table, columns, offset, out [n, len(columns)]) -> None: pda._concatenate, CDFA.expand
     column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
     product: object  # dfa_ops.product's walk: product_kernel.product_rows
     trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
@@ -277,13 +277,14 @@ def _read_body(trans, cob, call, accepting, start):  # pragma: no cover - compil
 
 
 @_jit
-def _spread(table, classes, offset, out):  # pragma: no cover - compiled
-    """out[s, b] = table[s, classes[b]] + offset (-1 stays -1): a rule body's rows in the program
-    (each row's classes shifted first, then spread over the bytes without a test per byte)."""
+def _spread(table, columns, offset, out):  # pragma: no cover - compiled
+    """out[s, j] = table[s, columns[j]] + offset (-1 stays -1): a rule body's rows in the program's
+    classes, or a byte-class table's over the bytes (each row shifted first, then spread without a
+    test per column)."""
     row = np.empty(table.shape[1], out.dtype)
     for s in range(table.shape[0]):
         for c in range(table.shape[1]):
             t = table[s, c]
             row[c] = t + offset if t >= 0 else -1
-        for b in range(256):
-            out[s, b] = row[classes[b]]
+        for j in range(len(columns)):
+            out[s, j] = row[columns[j]]

@@ -45,18 +45,25 @@ def call_symbol(rule: int) -> ra.Node:
 
 @dataclass
 class Program:
-    trans: np.ndarray  # [N, 256] int32 over global states, -1 = dead (call spellings removed)
+    table: np.ndarray  # [N, K] int32 over global states and byte classes, -1 = dead (call spellings removed)
     final: np.ndarray  # [N] bool: the state's rule is complete (root: the document is)
     rule_of: np.ndarray  # [N] int32: the rule each state belongs to
     rule_start: np.ndarray  # [R] int32: global start state of each rule (rule 0 = the document)
     call_ptr: np.ndarray  # [N + 1] int64: call edges of state s are call_ptr[s]:call_ptr[s + 1]
     call_rule: np.ndarray  # [M] int32: callee of each edge
     call_ret: np.ndarray  # [M] int32: state the caller resumes in
-    classes: np.ndarray | None = None  # [256] class of each byte (identical columns of trans)
+    classes: np.ndarray  # [256] int64: the class (column of `table`) of each byte
 
     @property
     def num_states(self) -> int:
-        return int(self.trans.shape[0])
+        return int(self.table.shape[0])
+
+    @cached_property
+    def trans(self) -> np.ndarray:
+        """[N, 256] int32: the table by byte. Built on first use (tests, the record of a state's
+        moves); the compiler and the token layer read `table` through `classes`, a quarter to a
+        tenth of its size (a median program's [N, 256] table was 0.6 ms of its compile to write)."""
+        return np.ascontiguousarray(self.table[:, self.classes])
 
     @property
     def num_rules(self) -> int:
@@ -90,11 +97,12 @@ class Program:
     def step(self, s: int, b: int) -> list[tuple[int | None, int]]:
         """Moves on byte b from state s: (pushed return state or None, next state)."""
         out: list[tuple[int | None, int]] = []
-        t = int(self.trans[s, b])
+        c = int(self.classes[b])
+        t = int(self.table[s, c])
         if t >= 0:
             out.append((None, t))
         for start, ret in self.call_starts.get(s, ()):
-            t = int(self.trans[start, b])
+            t = int(self.table[start, c])
             if t >= 0:
                 out.append((ret, t))
         return out
@@ -363,22 +371,28 @@ def _concatenate(bodies: list) -> Program:
     sizes = np.array([0 if b is None else len(b.final) for b in bodies], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     present = [(r, b) for r, b in enumerate(bodies) if b is not None]
-    _, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
-    trans = np.empty((int(offsets[-1]), 256), dtype=np.int32)
+    firsts, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
+    # joint classes numbered by their first byte, as column_classes numbers them
+    order = np.argsort(firsts, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    joint, reps = rank[joint], firsts[order]
+    table = np.empty((int(offsets[-1]), len(reps)), dtype=np.int32)
     compiled = graph_kernels.kernels()
-    for r, b in present:  # each body's rows straight into place, its classes spread over the bytes
+    for r, b in present:  # each body's rows straight into place, its classes read at the joint ones
+        columns = b.classes[reps]
         if compiled is not None:
-            compiled.spread(b.table, b.classes, int(offsets[r]), trans[offsets[r] : offsets[r + 1]])
+            compiled.spread(b.table, columns, int(offsets[r]), table[offsets[r] : offsets[r + 1]])
             continue
         t = np.where(b.table >= 0, b.table + offsets[r], -1).astype(np.int32)
-        np.take(t, b.classes, axis=1, out=trans[offsets[r] : offsets[r + 1]])
+        np.take(t, columns, axis=1, out=table[offsets[r] : offsets[r + 1]])
     final = np.concatenate([b.final for _, b in present])
     rule_of = np.repeat(np.arange(len(bodies), dtype=np.int32), sizes)
     rule_start = np.array([-1 if b is None else offsets[r] + b.start for r, b in enumerate(bodies)], dtype=np.int32)
     edges = np.concatenate([b.edges + np.array([offsets[r], 0, offsets[r]]) for r, b in present]).astype(np.int64)
     edges = edges[np.lexsort((edges[:, 1], edges[:, 0]))]
     counts = np.bincount(edges[:, 0], minlength=len(final))
-    return Program(trans=trans, final=final, rule_of=rule_of, rule_start=rule_start,
+    return Program(table=table, final=final, rule_of=rule_of, rule_start=rule_start,
                    call_ptr=np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
                    call_rule=edges[:, 1].astype(np.int32), call_ret=edges[:, 2].astype(np.int32),
                    classes=joint.astype(np.int64))

@@ -31,12 +31,7 @@ STEP_CHUNK = 64
 
 def _class_reps(program: Program, usable: np.ndarray) -> np.ndarray:
     """One usable byte per byte class of the program (all bytes of a class have one column)."""
-    classes = program.classes
-    if classes is None:
-        from kvx.grammar.automata.cdfa import column_classes
-
-        classes = program.classes = column_classes(program.trans)[1]
-    cls = np.where(usable, classes, -1)
+    cls = np.where(usable, program.classes, -1)
     _, first = np.unique(cls, return_index=True)
     return np.array([b for b in first if usable[b]], dtype=np.int64)
 
@@ -51,9 +46,10 @@ def byte_distances(program: Program, usable: np.ndarray) -> np.ndarray:
     call_ret = program.call_ret.astype(np.int64)
     compiled = graph_kernels.kernels()
     if compiled is not None:  # Dijkstra by levels, a heap for calls only: no deadline to look at
-        return compiled.distances(np.ascontiguousarray(program.trans, dtype=np.int32), reps.astype(np.int64),
+        return compiled.distances(np.ascontiguousarray(program.table, dtype=np.int32),
+                                  program.classes[reps].astype(np.int64),
                                   np.asarray(program.final, dtype=bool), call_src, call_start, call_ret, int(INF))
-    flat = program.trans[:, reps].ravel()
+    flat = program.table[:, program.classes[reps]].ravel()
     live = np.flatnonzero(flat >= 0)  # most (state, class) pairs are dead: no [n x classes] source array
     dst, src = flat[live].astype(np.int64), live // max(len(reps), 1)
     preds = src[np.argsort(dst, kind="stable")]
@@ -145,11 +141,11 @@ class TokenDistances:
             return hit
         if self._reps is None:
             self._reps = np.sort(_class_reps(self.program, self.usable))  # each class's lowest usable byte
-        reps, rows = self._reps, self.program.trans[chunk * STEP_CHUNK : (chunk + 1) * STEP_CHUNK]
+        reps, rows = self._reps, self.program.table[chunk * STEP_CHUNK : (chunk + 1) * STEP_CHUNK]
         if not len(reps):
             hit = np.zeros(len(rows), np.int64), np.full(len(rows), INF, np.int64)
         else:
-            d = self._ext[rows[:, reps]]
+            d = self._ext[rows[:, self.program.classes[reps]]]
             best = d.argmin(axis=1)  # the first, so the lowest byte, among the closest
             hit = reps[best], d[np.arange(len(d)), best].astype(np.int64)
         self._steps[chunk] = hit
@@ -168,7 +164,7 @@ class TokenDistances:
                 best = (c, start, ret)
         if best is not None:
             return "call", best[1], best[2]
-        return "byte", byte, int(p.trans[s, byte])
+        return "byte", byte, int(p.table[s, p.classes[byte]])
 
     def _fill(self, s: int) -> None:
         if self.byte_dist[s] >= INF:

@@ -65,7 +65,7 @@ class _Program:
     def __init__(self, pda: TokenPDA):
         self.pda = pda
         prog = pda.program
-        self.trans = prog.trans
+        self.table = prog.table  # over the program's byte classes
         self.found: dict[int, ValueChoice | None] = {}
         self._steps: dict[tuple[int, int], int] = {}
         self._byte_dist: dict[int, int] = {}
@@ -80,18 +80,18 @@ class _Program:
     def _entering_table(self) -> np.ndarray:
         """[states, 256] bool: bytes on which some move enters a state (a return state: the bytes
         that complete its callee)."""
-        prog, trans = self.pda.program, self.trans
-        table = np.zeros(trans.shape, dtype=bool)
-        for b in range(trans.shape[1]):
-            col = trans[:, b]
-            table[col[col >= 0], b] = True
+        prog, moves = self.pda.program, self.table
+        table = np.zeros(moves.shape, dtype=bool)  # by class, spread over the bytes at the end
+        for c in range(moves.shape[1]):
+            col = moves[:, c]
+            table[col[col >= 0], c] = True
         finals_of: dict[int, np.ndarray] = {}
         for s in np.flatnonzero(np.diff(prog.call_ptr) > 0).tolist():
             for callee, ret in prog.calls(s):
                 if callee not in finals_of:
                     finals_of[callee] = table[prog.final & (prog.rule_of == callee)].any(axis=0)
                 table[ret] |= finals_of[callee]
-        return table
+        return table[:, prog.classes]
 
     def stacks(self, cid: int) -> tuple:
         return self.pda.configs[cid].stacks
@@ -167,7 +167,7 @@ class _Program:
             if a == b or (a, b) in seen:
                 continue
             seen.add((a, b))
-            ra, rb = self.trans[a], self.trans[b]
+            ra, rb = self.table[a], self.table[b]
             if (len(seen) > limit or prog.final[a] != prog.final[b] or not np.array_equal(ra >= 0, rb >= 0)
                     or prog.calls(a) != prog.calls(b)):
                 return False

@@ -56,9 +56,9 @@ def boundary_of(program: Program) -> Boundary:
     with_calls = np.flatnonzero(has_calls)
     if len(with_calls):  # a calling state's row: the first bytes of all its callees
         deadline.check()
-        firsts = program.trans[program.rule_start[program.call_rule]] >= 0  # [M, 256]
+        firsts = program.table[program.rule_start[program.call_rule]] >= 0  # [M, classes]
         # one segment per state with calls: the states between have none, so each ends where the next begins
-        table[row[with_calls]] = np.logical_or.reduceat(firsts, program.call_ptr[with_calls], axis=0)
+        table[row[with_calls]] = np.logical_or.reduceat(firsts, program.call_ptr[with_calls], axis=0)[:, program.classes]
     table[row[pops]] = True
     return Boundary(row, table)
 
@@ -87,7 +87,7 @@ class Frames:
 
     # ---- one state's table ----------------------------------------------------------------------
     def _walk(self, s: int):
-        walk = walk_all_tokens(self.program.trans, self.edge, self.matrix, s)
+        walk = walk_all_tokens(self.program.table, self.program.classes, self.edge, self.matrix, s)
         special: dict[int, tuple] = {}
         ends_frame = self.program.pop_states[walk.nexts]
         for tid in walk.ids[ends_frame].tolist():

@@ -231,13 +231,13 @@ class TokenPDA:
     # ---- jump-forward ---------------------------------------------------------------------------
     def first_bytes(self, stacks) -> np.ndarray:
         """Bool [256]: bytes the top states take, in their frame or as a callee's first byte."""
-        trans = self.program.trans
-        live = np.zeros(256, dtype=bool)
+        table = self.program.table
+        live = np.zeros(table.shape[1], dtype=bool)
         for s, _ in stacks:
-            live |= trans[s] >= 0
+            live |= table[s] >= 0
             for start, _ in self.program.call_starts.get(s, ()):
-                live |= trans[start] >= 0
-        return live
+                live |= table[start] >= 0
+        return live[self.program.classes]
 
     def forced_bytes(self, cid: int, cap: int = 4096) -> bytes:
         """The bytes every continuation from `cid` must write next (stops at a choice or the end)."""

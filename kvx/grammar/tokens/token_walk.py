@@ -1,5 +1,6 @@
-"""Every token of the vocabulary walked through a byte table from one state: the first visit of a
-frame state (kvx/grammar/tokens/frames.py).
+"""Every token of the vocabulary walked through a program's table from one state: the first visit
+of a frame state (kvx/grammar/tokens/frames.py). The table is over byte classes (`classes[b]` is
+byte b's column).
 
 Two walkers give the same answer: numpy in lockstep, one byte column at a time over a length-sorted
 [max_len, N] byte matrix (tokens that die or end drop out, so the work shrinks fast), and numba,
@@ -84,18 +85,18 @@ class Walk:
     stop_state: np.ndarray  # the boundary state
 
 
-def walk_all_tokens(trans: np.ndarray, edge: Boundary, mat: TokenMatrix, state: int) -> Walk:
-    if worth_it(trans, mat, state):
-        return walk_tokens(trans, edge, mat, int(mat.order.max()) + 1, state)
-    return walk_lockstep(trans, edge, mat, state)
+def walk_all_tokens(table: np.ndarray, classes: np.ndarray, edge: Boundary, mat: TokenMatrix, state: int) -> Walk:
+    if worth_it(table, classes, mat, state):
+        return walk_tokens(table, classes, edge, mat, int(mat.order.max()) + 1, state)
+    return walk_lockstep(table, classes, edge, mat, state)
 
 
-def walk_lockstep(trans: np.ndarray, edge: Boundary, mat: TokenMatrix, state: int) -> Walk:
+def walk_lockstep(table: np.ndarray, classes: np.ndarray, edge: Boundary, mat: TokenMatrix, state: int) -> Walk:
     """numpy: all tokens through the table together, one byte column at a time."""
-    flat = trans.ravel()
-    width = trans.shape[1]
+    flat = table.ravel()
+    width = table.shape[1]
     n_cols = len(mat.columns)
-    cur = trans[state][mat.columns[0]] if n_cols else np.zeros(0, np.int32)
+    cur = table[state][classes][mat.columns[0]] if n_cols else np.zeros(0, np.int32)  # the row by byte, read once
     ended_ids, ended_states, stops = [], [], []
     if edge.row[state] >= 0 and n_cols:
         leave = edge.bytes[edge.row[state]][mat.columns[0]]
@@ -113,7 +114,7 @@ def walk_lockstep(trans: np.ndarray, edge: Boundary, mat: TokenMatrix, state: in
         if not len(idx):
             break
         col = mat.columns[j][idx]
-        nxt = flat[cur * width + col]
+        nxt = flat[cur * width + classes[col]]
         rows = edge.row[cur]
         at_edge = rows >= 0
         if at_edge.any():
@@ -140,7 +141,7 @@ def _kernel():
         return None
 
     @numba.njit(cache=True)
-    def walk(trans, edge_row, edge_bytes, rows, lengths, row_ids, first_start, state, out, stop_pos,
+    def walk(table, classes, edge_row, edge_bytes, rows, lengths, row_ids, first_start, state, out, stop_pos,
              stop_state):  # pragma: no cover - compiled
         for b in range(256):
             if edge_row[state] >= 0 and edge_bytes[edge_row[state], b]:  # b leaves the frame here
@@ -148,7 +149,7 @@ def _kernel():
                     stop_pos[row_ids[i]] = 0
                     stop_state[row_ids[i]] = state
                 continue
-            after = trans[state, b]
+            after = table[state, classes[b]]
             if after < 0:
                 continue  # every token starting with b dies on its first byte
             for i in range(first_start[b], first_start[b + 1]):
@@ -160,13 +161,13 @@ def _kernel():
                         stop_state[row_ids[i]] = s
                         s = -1
                         break
-                    s = trans[s, c]
+                    s = table[s, classes[c]]
                     if s < 0:
                         break
                 out[row_ids[i]] = s
 
     try:  # compile now (or load the disk cache); a failure means the numpy walk
-        walk(np.zeros((1, 256), np.int32), np.full(1, -1, np.int64), np.zeros((1, 256), np.bool_),
+        walk(np.zeros((1, 1), np.int32), np.zeros(256, np.int64), np.full(1, -1, np.int64), np.zeros((1, 256), np.bool_),
              np.zeros((1, 1), np.uint8), np.ones(1, np.int64), np.zeros(1, np.int32), np.zeros(257, np.int64), 0,
              np.zeros(1, np.int32), np.zeros(1, np.int64), np.zeros(1, np.int64))
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
@@ -177,20 +178,22 @@ def _kernel():
 MANY_TOKENS = 20_000  # tokens past their first byte from which the per-token loop wins
 
 
-def worth_it(trans: np.ndarray, mat: TokenMatrix, state: int) -> bool:
+def worth_it(table: np.ndarray, classes: np.ndarray, mat: TokenMatrix, state: int) -> bool:
     """numba is there and many tokens get past their first byte (a string's content, say)."""
-    if trans.dtype != np.int32 or not len(mat.row_ids):
+    if table.dtype != np.int32 or not len(mat.row_ids):
         return False
-    live_first = trans[state] >= 0
+    live_first = table[state][classes] >= 0
     return int(np.diff(mat.first_start)[live_first].sum()) >= MANY_TOKENS and _kernel() is not None
 
 
-def walk_tokens(trans: np.ndarray, edge: Boundary, mat: TokenMatrix, vocab_size: int, state: int) -> Walk:
-    """numba: trans [S, 256] int32 -> the same Walk as walk_lockstep."""
+def walk_tokens(table: np.ndarray, classes: np.ndarray, edge: Boundary, mat: TokenMatrix, vocab_size: int,
+                state: int) -> Walk:
+    """numba: table [S, K] int32 over `classes` -> the same Walk as walk_lockstep."""
     out = np.full(vocab_size, -1, np.int32)
     stop_pos = np.full(vocab_size, -1, np.int64)
     stop_state = np.full(vocab_size, -1, np.int64)
-    _kernel()(trans, edge.row, edge.bytes, mat.rows, mat.lengths, mat.row_ids, mat.first_start, state, out, stop_pos, stop_state)
+    _kernel()(table, classes, edge.row, edge.bytes, mat.rows, mat.lengths, mat.row_ids, mat.first_start, state, out,
+              stop_pos, stop_state)
     ids = np.flatnonzero(out >= 0).astype(np.int32)
     stops = np.flatnonzero(stop_state >= 0).astype(np.int32)
     return Walk(ids, out[ids], stops, stop_pos[stops], stop_state[stops])
