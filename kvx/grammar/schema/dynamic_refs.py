@@ -20,7 +20,7 @@ from typing import Any
 from kvx.grammar.automata import deadline
 from kvx.grammar.schema.dynamic_scope import ROUTE_DEPENDENT, DynamicScopes
 from kvx.grammar.schema.keywords import ROUTE_REF
-from kvx.grammar.schema.refs import META, Document, child_pointers, own_dialect, with_children
+from kvx.grammar.schema.refs import META, Document, own_dialect, subschemas, with_children
 
 DYNAMIC = {"2020-12": "$dynamicRef", "2019-09": "$recursiveRef"}  # the dialect's dynamic reference
 
@@ -40,7 +40,7 @@ def _anchors(root: dict) -> tuple[Counter, int, bool]:
             names[node["$dynamicAnchor"]] += 1
         recursive += node.get("$recursiveAnchor") is True
         any_ref = any_ref or "$dynamicRef" in node or "$recursiveRef" in node
-        todo.extend(sub for _, sub in child_pointers(node, "") if isinstance(sub, dict))
+        todo.extend(sub for _, _, sub in subschemas(node) if isinstance(sub, dict))  # no pointers needed here
     return names, recursive, any_ref
 
 

@@ -115,7 +115,7 @@ def names_a_draft(uri: str) -> bool:
     return uri.replace("https://", "http://", 1).startswith(DRAFT_URIS)
 
 
-def _subschemas(node: dict):
+def subschemas(node: dict):
     """(keyword, place, subschema) for every direct subschema of `node`: place None for a
     schema-valued keyword, else the index in its list or the name in its map."""
     for key, value in node.items():
@@ -136,7 +136,7 @@ def _child_pointer(pointer: str, key: str, place) -> str:
 
 def child_pointers(node: dict, pointer: str):
     """(pointer, subschema) for every direct subschema of `node`."""
-    for key, place, sub in _subschemas(node):
+    for key, place, sub in subschemas(node):
         yield _child_pointer(pointer, key, place), sub
 
 
@@ -144,7 +144,7 @@ def with_children(node: dict, pointer: str, change) -> dict:
     """A shallow copy of `node` (at `pointer`) whose direct subschemas are `change(subschema, its
     pointer)`."""
     out = dict(node)
-    for key, place, sub in _subschemas(node):
+    for key, place, sub in subschemas(node):
         changed = change(sub, _child_pointer(pointer, key, place))
         if place is None:
             out[key] = changed
