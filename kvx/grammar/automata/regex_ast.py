@@ -110,28 +110,37 @@ def is_nothing(node: Node) -> bool:
 
 
 def seq(*items: Node) -> Node:
-    """The concatenation, flattened; neighbouring literals are one Text (a key, its quotes and colon)."""
+    """The concatenation, flattened; neighbouring literals are one Text (a key, its quotes and colon),
+    their bytes joined once (a long pattern literal is not copied once per byte)."""
     flat = []
+    run = []  # (node, bytes) of the literals at the end, joined when something else follows
     for it in items:  # is_nothing and the class tests inline: the walk joins a few hundred a schema
         kind = it.__class__
         if kind is Seq:
             parts = it.items
-            if not parts:
-                continue
         elif (kind is Alt and not it.items) or (kind is Bytes and not it.mask):
             return NOTHING
         else:
             parts = (it,)
-        if flat and flat[-1].__class__ in _LITERALS and parts[0].__class__ in _LITERALS:
-            joined, head = literal_bytes(flat[-1]), literal_bytes(parts[0])
-            if joined is not None and head is not None:
-                flat[-1] = Text(joined + head)
-                parts = parts[1:]
-        flat.extend(parts)
+        for part in parts:
+            data = literal_bytes(part)
+            if data is not None:
+                run.append((part, data))
+                continue
+            if run:
+                flat.append(_joined(run))
+                run = []
+            flat.append(part)
+    if run:
+        flat.append(_joined(run))
     return EMPTY if not flat else flat[0] if len(flat) == 1 else Seq(tuple(flat))
 
 
-_LITERALS = (Bytes, Text)
+def _joined(run: list) -> Node:
+    """One literal for a run of them (a lone one is kept as it is)."""
+    return run[0][0] if len(run) == 1 else Text(b"".join(data for _, data in run))
+
+
 
 
 def alt(*items: Node) -> Node:
