@@ -65,8 +65,9 @@ def test_tree_minimise_matches_hopcroft_on_trees_after_a_minimal_head():
     """A minimal head (Hopcroft's own result) followed by random tree rows that move only forward
     or into the head, many of them alike (key_names' trie after the string body): merging from the
     last row back gives Hopcroft's table, state for state."""
+    from kvx.grammar.automata.minimise_kernel import tree_minimal_rows
+
     rng = np.random.default_rng(11)
-    kernels = graph_kernels.kernels()
     for case in range(300):
         k = int(rng.integers(1, 5))
         head, head_acc = _random_dfa(rng, int(rng.integers(1, 12)), k)
@@ -83,7 +84,7 @@ def test_tree_minimise_matches_hopcroft_on_trees_after_a_minimal_head():
                                else int(rng.integers(r + 1, n)))
             acc[r] = rng.random() < 0.5
         want = determinize.minimise(trans, acc, first)
-        got = kernels.tree_minimise(trans.copy(), acc, first, first)
+        got = tree_minimal_rows(trans.copy(), acc, first, first)
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1]), case
 
 

@@ -58,7 +58,7 @@ def test_non_ascii_names_take_the_product():
 
 @pytest.mark.parametrize("names", list(name_sets()))
 def test_the_trie_merged_from_its_leaves_is_hopcrofts_table(names, monkeypatch):
-    """With the compiled kernels, the trie's rows are merged from the leaves up (tree_minimise);
+    """With the compiled kernels, the trie's rows are merged from the leaves up (tree_minimal_rows);
     without them Moore's rounds minimise the whole table: the same table, state for state."""
     from kvx.grammar.automata import graph_kernels
 

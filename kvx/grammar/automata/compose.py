@@ -409,10 +409,10 @@ class Composer:
         if compiled is not None and 0 < len(copies) <= SMALL_COPIES and num_nodes <= SMALL_NODES:
             return self._finish_small(compiled.small_network, num_nodes, copies, epsilons, finals)
         copies = [(a, b, _text_dfa(d.data) if d.__class__ is ra.Text else d) for a, b, d in copies]
-        offsets, total = [], 0
+        offsets, at = [], 0  # each copy's first state
         for _, _, d in copies:
-            offsets.append(total)
-            total += d.num_states
+            offsets.append(at)
+            at += d.num_states
         eps = [[] for _ in range(num_nodes)]
         for a, b in epsilons:
             eps[a].append(b)
@@ -652,19 +652,18 @@ def _chain_dfa(masks: tuple) -> CDFA:
     hit = _CHAINS.get(masks)
     if hit is not None:
         return hit
-    if all(m.bit_count() == 1 for m in masks):  # a plain literal (keys, punctuation): no numpy pass
-        hit = _literal_chain([m.bit_length() - 1 for m in masks])
-    else:
-        bits = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(32, "little") for m in masks),
-                                           dtype=np.uint8).reshape(len(masks), 32), axis=1,
-                             bitorder="little")  # [n, 256]
-        reps, cob = column_classes(bits)
-        n = len(masks)
-        trans = np.where(bits[:, reps].astype(bool), np.arange(1, n + 1, dtype=np.int32)[:, None], -1)
-        trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
-        acc = np.zeros(n + 1, dtype=bool)
-        acc[n] = True
-        hit = CDFA(trans, acc, 0, cob.astype(np.int64))
+    if all(m.bit_count() == 1 for m in masks):  # a plain literal: its chain as the literal's
+        return _text_dfa(bytes(m.bit_length() - 1 for m in masks))
+    bits = np.unpackbits(np.frombuffer(b"".join(m.to_bytes(32, "little") for m in masks),
+                                       dtype=np.uint8).reshape(len(masks), 32), axis=1,
+                         bitorder="little")  # [n, 256]
+    reps, cob = column_classes(bits)
+    n = len(masks)
+    trans = np.where(bits[:, reps].astype(bool), np.arange(1, n + 1, dtype=np.int32)[:, None], -1)
+    trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
+    acc = np.zeros(n + 1, dtype=bool)
+    acc[n] = True
+    hit = CDFA(trans, acc, 0, cob.astype(np.int64))
     if len(_CHAINS) >= MAX_CHAINS:
         _CHAINS.clear()
     _CHAINS[masks] = hit

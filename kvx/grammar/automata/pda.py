@@ -60,8 +60,8 @@ class Program:
 
     @cached_property
     def trans(self) -> np.ndarray:
-        """[N, 256] int32: the table by byte. Built on first use (tests, the record of a state's
-        moves); the compiler and the token layer read `table` through `classes`, a quarter to a
+        """[N, 256] int32: the table by byte, built on first use (tests and tools that read it by
+        byte); the compiler and the token layer read `table` through `classes`, a quarter to a
         tenth of its size (a median program's [N, 256] table was 0.6 ms of its compile to write)."""
         return np.ascontiguousarray(self.table[:, self.classes])
 

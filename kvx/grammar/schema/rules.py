@@ -111,10 +111,10 @@ class RuleBuilder:
     def value(self, pointers: tuple, context: tuple) -> ra.Node:
         """Language of one value valid under every schema at `pointers`; containers are calls.
         `context` (applicators.applicable) fixes the order of object members at any depth."""
-        plain = self.plain(pointers)
+        pointers = self._present(pointers)
+        plain = self._plain_of(pointers)
         if plain is not None:
             return plain
-        pointers = tuple(p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True)
         context = self.apps.ordering(context)
         hit = self._values.get((pointers, context))
         if hit is None:
@@ -130,7 +130,13 @@ class RuleBuilder:
     def plain(self, pointers: tuple) -> ra.Node | None:
         """value() where the one schema at `pointers` is a plain scalar (_plain_slot), whatever the
         context (an object member's need not be worked out); None for any other slot."""
-        present = [p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True]
+        return self._plain_of(self._present(pointers))
+
+    def _present(self, pointers: tuple) -> tuple:
+        """The pointers once each, without those of `true` schemas (they allow anything)."""
+        return tuple(p for p in dict.fromkeys(pointers) if self.doc.at(p) is not True)
+
+    def _plain_of(self, present: tuple) -> ra.Node | None:
         if len(present) != 1:
             return None
         ptr = present[0]

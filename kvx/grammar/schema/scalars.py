@@ -22,7 +22,7 @@ from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.options import Numbers
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import numbers, strings
-from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, UNEVALUATED, Notes
+from kvx.grammar.schema.keywords import APPLICATORS, INTERNAL, LONG_COUNT, TYPES, UNEVALUATED, Notes
 from kvx.grammar.schema.refs import escape, validator_of
 from kvx.grammar.schema.unicode_properties import python_pattern
 from kvx.grammar.schema.values import dumps, json_equal
@@ -154,9 +154,6 @@ def number_spellings(v) -> ra.Node:
     return ra.seq(sign, body)
 
 
-JSON_TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
-
-
 @dataclass(frozen=True)
 class _TypeOnly:
     """A check of `type` beside keywords the validator does not act on (title, description,
@@ -170,7 +167,7 @@ class _TypeOnly:
     def of(cls, reader, schema: dict) -> _TypeOnly | None:
         t = schema.get("type")
         types = (t,) if isinstance(t, str) else tuple(t) if isinstance(t, list) else ()
-        if not types or not set(types) <= JSON_TYPES or any(k in reader.VALIDATORS for k in schema if k != "type"):
+        if not types or not set(types) <= set(TYPES) or any(k in reader.VALIDATORS for k in schema if k != "type"):
             return None
         return cls(reader, types)
 

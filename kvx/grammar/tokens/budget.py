@@ -115,7 +115,8 @@ class TokenDistances:
         self.longest = vocab.longest
         self.memo = np.where(program.final, 0, -1).astype(np.int32)
         self._ext = np.append(byte_dist, INF)  # index -1 (dead) -> INF
-        self._reps: np.ndarray | None = None
+        self._reps: np.ndarray | None = None  # each class's lowest usable byte, sorted
+        self._rep_columns: np.ndarray | None = None  # their columns in the program's table
         self._steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # chunk -> _byte_steps of its states
 
     def set_exact(self, dist: np.ndarray) -> None:
@@ -140,12 +141,13 @@ class TokenDistances:
         if hit is not None:
             return hit
         if self._reps is None:
-            self._reps = np.sort(_class_reps(self.program, self.usable))  # each class's lowest usable byte
+            self._reps = np.sort(_class_reps(self.program, self.usable))
+            self._rep_columns = self.program.classes[self._reps]
         reps, rows = self._reps, self.program.table[chunk * STEP_CHUNK : (chunk + 1) * STEP_CHUNK]
         if not len(reps):
             hit = np.zeros(len(rows), np.int64), np.full(len(rows), INF, np.int64)
         else:
-            d = self._ext[rows[:, self.program.classes[reps]]]
+            d = self._ext[rows[:, self._rep_columns]]
             best = d.argmin(axis=1)  # the first, so the lowest byte, among the closest
             hit = reps[best], d[np.arange(len(d)), best].astype(np.int64)
         self._steps[chunk] = hit
