@@ -26,7 +26,7 @@ import numpy as np
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
 from kvx.grammar.automata.minimise_kernel import minimal_rows
-from kvx.grammar.automata.names_kernel import trie_after_body
+from kvx.grammar.automata.names_kernel import tree_over_body
 from kvx.grammar.automata.network_kernel import finish_network, network_from_edges
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
@@ -49,7 +49,7 @@ class GraphKernels(NamedTuple):
     network: object  # compose's network after its closures: network_kernel.finish_network
     small_network: object  # a small network with its closures: network_kernel.network_from_edges
     body: object  # (trans, cob, call, accepting, start) -> (table, final, start, edges): pda._body
-    trie_after_body: object  # key_names.body_without_names's table, minimal: names_kernel.trie_after_body
+    tree_over_body: object  # key_names.body_without_names's table, minimal: names_kernel.tree_over_body
 
 
 @functools.cache
@@ -60,7 +60,7 @@ def kernels() -> GraphKernels | None:
     try:
         built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
                              product_rows, trim_keep, finish_network, network_from_edges, _read_body,
-                             trie_after_body)
+                             tree_over_body)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -72,10 +72,9 @@ def _warm(k: GraphKernels) -> None:
     i64, i32 = np.int64, np.int32
     k.reach(2, np.array([0], i64), np.array([1], i64), np.array([0], i64))
     k.minimise(np.array([[1], [-1]], i32), np.array([False, True]), 0)
-    body = np.zeros((1, 256), i32)  # a one-state body, the trie of one one-byte name
-    k.trie_after_body(body, np.array([True]), np.zeros((13, 256), i32), np.zeros(4, i64), np.array([0], i64),
-                      np.array([97], i64), np.array([1], i64), np.array([False, True]), np.full(128, -1, i64),
-                      np.arange(16, dtype=i64), np.arange(16, dtype=i64))
+    # a one-state body, the trie of one one-byte name over it
+    k.tree_over_body(np.zeros((1, 256), i32), np.array([True]), np.zeros(2, i64), np.array([True, False]),
+                     np.array([1], i64), np.array([97], i64), np.array([2], i64))
     k.distances(np.array([[1], [-1]], i32), np.array([0], i64), np.array([False, True]),
                 np.zeros(0, i64), np.zeros(0, i64), np.zeros(0, i64), 1 << 30)
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
