@@ -104,7 +104,10 @@ ROUND_TRIP = ra.seq(ra.opt(ra.lit("-")), ra.alt(
     numbers.UINT,
     *(ra.seq(numbers.NONZERO, ra.rep(_D, k, k), ra.lit("."), ra.rep(_D, 1, SIGNIFICANT - 1 - k))
       for k in range(SIGNIFICANT - 1)),
-    ra.seq(ra.lit("0."), ra.star(ra.lit("0")), ra.opt(ra.seq(numbers.NONZERO, ra.rep(_D, 0, SIGNIFICANT - 1)))),
+    # a zero's fraction: at least a digit (`0.` alone is no JSON number: a token walk under a negated
+    # const wrote `[0.]`)
+    ra.seq(ra.lit("0."), ra.alt(ra.plus(ra.lit("0")),
+                                ra.seq(ra.star(ra.lit("0")), numbers.NONZERO, ra.rep(_D, 0, SIGNIFICANT - 1)))),
 ))
 
 
