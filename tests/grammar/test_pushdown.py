@@ -230,6 +230,28 @@ def test_the_unevaluated_scan_looks_at_the_deadline():
     assert clock.reads == 4  # one at the deadline's start, then every 4,096 values read
 
 
+def test_a_word_boundarys_marker_removal_looks_at_the_deadline():
+    """A `\\b` pattern's marked automaton, under the state cap, is read back as a graph by a loop
+    over its [states, 256] table (24,507 states for a URL pattern: 0.5 s, and that pattern was
+    refused 0.3 s past the deadline): the loop looks at the deadline every 1,024 states."""
+    from kvx.grammar.automata import deadline as deadlines
+    from kvx.grammar.automata.dfa import DFA
+    from kvx.grammar.errors import DeadlinePassed
+    from kvx.grammar.schema.word_bounds import _without_markers
+
+    n = 5000
+    trans = np.full((n, 256), -1, dtype=np.int32)
+    trans[np.arange(n - 1), ord("a")] = np.arange(1, n)
+    chain = DFA(trans, np.arange(n) == n - 1, 0)
+    with deadlines.within(Deadline(10.0)):
+        graph = _without_markers(chain)
+    assert graph.num_states == n + 1 and len(graph.edges) == n and graph.finals == (n,)
+    clock = TickingClock(1.0)
+    with deadlines.within(Deadline(2.5, clock=clock)), pytest.raises(DeadlinePassed):
+        _without_markers(chain)
+    assert clock.reads == 4  # one at the deadline's start, then one every 1,024 states: the third is past it
+
+
 def test_a_deadline_passing_under_a_cap_handler_is_said_as_the_deadline(monkeypatch):
     """Where a cap's refusal is caught (multipleOf's automaton, a length beside a pattern), a
     deadline that passed meanwhile still refuses as the deadline, not as that keyword's cap."""
