@@ -663,11 +663,7 @@ def _chain_dfa(masks: tuple) -> CDFA:
     trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
     acc = np.zeros(n + 1, dtype=bool)
     acc[n] = True
-    hit = CDFA(trans, acc, 0, cob.astype(np.int64))
-    if len(_CHAINS) >= MAX_CHAINS:
-        _CHAINS.clear()
-    _CHAINS[masks] = hit
-    return hit
+    return _keep_chain(masks, CDFA(trans, acc, 0, cob.astype(np.int64)))
 
 
 def _masks(run: list) -> tuple:
@@ -684,12 +680,14 @@ def _masks(run: list) -> tuple:
 def _text_dfa(data: bytes) -> CDFA:
     """The chain spelling `data`: _chain_dfa's for its bytes' masks, kept per process by the bytes."""
     hit = _CHAINS.get(data)
-    if hit is None:
-        hit = _literal_chain(list(data))
-        if len(_CHAINS) >= MAX_CHAINS:
-            _CHAINS.clear()
-        _CHAINS[data] = hit
-    return hit
+    return hit if hit is not None else _keep_chain(data, _literal_chain(list(data)))
+
+
+def _keep_chain(key: tuple | bytes, chain: CDFA) -> CDFA:
+    if len(_CHAINS) >= MAX_CHAINS:
+        _CHAINS.clear()
+    _CHAINS[key] = chain
+    return chain
 
 
 def _literal_chain(text: list[int]) -> CDFA:

@@ -34,6 +34,13 @@ def _joint_classes(dfa_cob, text_bytes):  # pragma: no cover - compiled
 
 
 @_jit
+def _copy_rows(d, dfa_rows, text_ptr):  # pragma: no cover - compiled
+    """The states of a copy of distinct automaton d, or (d < 0) of literal -1 - d's chain (a state per
+    byte and the end)."""
+    return dfa_rows[d] if d >= 0 else text_ptr[-d] - text_ptr[-1 - d] + 1
+
+
+@_jit
 def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, text_bytes, text_ptr, copy_dfa, copy_node, entry_ptr,
                    entry_states, node_fin, start_members, start_final, all_live, max_states, minimise_up_to,
                    look_every):  # pragma: no cover - compiled
@@ -57,8 +64,7 @@ def finish_network(dfa_trans, dfa_shape, dfa_acc, dfa_cob, text_bytes, text_ptr,
         dfa_cell0[d + 1] = dfa_cell0[d] + dfa_rows[d] * dfa_k[d]
     total = 0
     for i in range(len(copy_dfa)):
-        d = copy_dfa[i]
-        total += dfa_rows[d] if d >= 0 else text_ptr[-d] - text_ptr[-1 - d] + 1
+        total += _copy_rows(copy_dfa[i], dfa_rows, text_ptr)
     trans = np.empty((total, k), np.int32)
     copy_acc = np.zeros(total, np.bool_)
     node_of = np.full(total, -1, np.int64)
@@ -135,16 +141,15 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, text_b
         dfa_row0[d + 1] = dfa_row0[d] + dfa_shape[d, 0]
     starts = np.empty(m, np.int64)
     empty_ok = np.zeros(m, np.bool_)
+    dfa_rows = dfa_shape[:, 0]
     off = 0
     for k in range(m):
         d = copy_dfa[k]
-        if d < 0:  # a literal starts at its first state and spells at least a byte
-            starts[k] = off
-            off += text_ptr[-d] - text_ptr[-1 - d] + 1
-            continue
-        starts[k] = off + dfa_start[d]
-        empty_ok[k] = dfa_acc[dfa_row0[d] + dfa_start[d]]
-        off += dfa_shape[d, 0]
+        starts[k] = off  # a literal starts at its first state and spells at least a byte
+        if d >= 0:
+            starts[k] += dfa_start[d]
+            empty_ok[k] = dfa_acc[dfa_row0[d] + dfa_start[d]]
+        off += _copy_rows(d, dfa_rows, text_ptr)
     # forward: epsilon successors (epsilon edges, empty-accepting copies); the copies leaving each node
     succ_ptr, succ = csr(num_nodes, np.concatenate((eps_src, copy_src[empty_ok])),
                          np.concatenate((eps_dst, copy_dst[empty_ok])))

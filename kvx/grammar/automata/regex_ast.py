@@ -141,8 +141,6 @@ def _joined(run: list) -> Node:
     return run[0][0] if len(run) == 1 else Text(b"".join(data for _, data in run))
 
 
-
-
 def alt(*items: Node) -> Node:
     flat = []
     for it in items:

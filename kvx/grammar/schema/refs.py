@@ -192,26 +192,13 @@ class Document:
             if isinstance(node.get(kw), str):
                 self.anchors.setdefault(f"{base}#{node[kw]}", pointer)
         self.base_of[pointer] = base
-        unwalked = []
-        for key, value in node.items():  # child_pointers' subschemas, in its order; then the other keys
-            at = f"{pointer}/{escape(key)}"
-            if key in SCHEMA_VALUED and isinstance(value, (dict, bool)):
-                self._index(value, at, base, dialect)
-                continue
-            walked = False
-            if key in SCHEMA_LISTS and isinstance(value, list):
-                for i, sub in enumerate(value):
-                    self._index(sub, f"{at}/{i}", base, dialect)
-                walked = bool(value)
-            elif key in SCHEMA_MAPS and isinstance(value, dict):
-                for name, sub in value.items():
-                    if isinstance(sub, (dict, bool)):
-                        self._index(sub, f"{at}/{escape(name)}", base, dialect)
-                        walked = True
-            if not walked and key not in VALUE_KEYWORDS:
-                unwalked.append((value, at))
-        for value, at in unwalked:
-            self._index_unwalked(value, at, base, dialect)
+        walked = set()
+        for key, place, sub in subschemas(node):
+            walked.add(key)
+            self._index(sub, _child_pointer(pointer, key, place), base, dialect)
+        for key, value in node.items():  # keys no keyword walks, after the subschemas
+            if key not in walked and key not in VALUE_KEYWORDS:
+                self._index_unwalked(value, f"{pointer}/{escape(key)}", base, dialect)
 
     def _index_unwalked(self, node, pointer: str, base: str, dialect: str) -> None:
         """Objects under a key no keyword walks (meltano's `$defs/plugins/{generic, extractors}`, a

@@ -181,13 +181,8 @@ class RuleBuilder:
         types = self._types(node, ptr)
         if "object" in types or "array" in types:
             return None
-        parts = [ra.lit("null")] if "null" in types else []
-        if "boolean" in types:
-            parts += [ra.lit("true"), ra.lit("false")]
-        if "integer" in types:
-            parts.append(self.scalars.number([(ptr, node)], integer="number" not in types))
-        scalars = ra.alt(*parts)
-        return ra.alt(scalars, self._string_call((ANY_STRING,))) if "string" in types else ra.alt(scalars)
+        scalars = ra.alt(*self._scalar_parts(types, [(ptr, node)], ()))
+        return ra.alt(scalars, self._string_call((ANY_STRING,))) if "string" in types else scalars
 
     def _string_call(self, specs: tuple) -> ra.Node:
         """Strings are frames too: one rule per set of string constraints, its body compiled once
@@ -242,16 +237,18 @@ class RuleBuilder:
         if values is not None:
             return self._enum(values, pieces), set(), None
         self._check_exclusions(pieces, types)
-        parts = []
         excluded = [v for _, node in pieces for v in node.get("kvx:exclude", [])]
-        if "null" in types and not any(v is None for v in excluded):
-            parts.append(ra.lit("null"))
+        text = self.scalars.string_spec(pieces) if "string" in types else None
+        return ra.alt(*self._scalar_parts(types, pieces, excluded)), types & {"object", "array"}, text
+
+    def _scalar_parts(self, types: set, pieces: list, excluded) -> list:
+        """null, the booleans and the numbers `types` allows, but the `excluded` values (a `not`'s)."""
+        parts = [ra.lit("null")] if "null" in types and not any(v is None for v in excluded) else []
         if "boolean" in types:
             parts += [ra.lit(dumps(b)) for b in (True, False) if not any(json_equal(b, v) for v in excluded)]
         if "integer" in types:
             parts.append(self.scalars.number(pieces, integer="number" not in types))
-        text = self.scalars.string_spec(pieces) if "string" in types else None
-        return ra.alt(*parts), types & {"object", "array"}, text
+        return parts
 
     def _types(self, node: dict, ptr: str) -> set:
         t = node["type"]
