@@ -352,3 +352,36 @@ def test_small_pages_turns_numpy_huge_page_advice_off_for_the_scope():
         assert _set_madvise_hugepage(True) is True  # and back on after
     finally:
         _set_madvise_hugepage(before)
+
+
+@pytest.mark.parametrize("pattern", [r"\bfoo", r"\bab\b", r"a\B", r"^\w+\b-", r"(x\b|y)z", r"\B", r"\b", r"\b\B",
+                                     r"[a-z]{1,3}\.[a-z()]{1,3}\b([-a-z()]*)", r"(?i)\bA[b-]{0,4}\b", r"é\b|\bé",
+                                     r"^(\b-|a\B){1,3}$", r"\d{2}\b\s?x"])
+def test_word_boundaries_read_back_match_the_graph_route(pattern, numpy_only):
+    """word_bounds reads a pattern's markers as empty moves in one compiled call: the same language as
+    the numpy route (the marked automaton written out as a graph and composed again), whether the
+    boundary holds, cannot hold, or sits beside non-ASCII characters and escapes."""
+    from kvx.grammar.schema import regex_parse
+
+    want = numpy_only(regex_parse._pattern_dfa, pattern, 50_000, False, False)
+    got = regex_parse._pattern_dfa(pattern, 50_000, False, False)
+    assert _canonical(got) == _canonical(want)
+
+
+def test_empty_move_kernel_stops_at_its_cap_and_the_deadline():
+    """Markers read as empty moves: a chain whose every state may skip ahead by an empty move makes one
+    subset state per position; past the cap it refuses (status -1), past the deadline it stops (-2)."""
+    from kvx.grammar.automata import deadline
+
+    n = 2000
+    table = np.full((n, 1), -1, np.int32)
+    table[:-1, 0] = np.arange(1, n, dtype=np.int32)
+    eps_ptr, eps_dst = np.arange(n + 1, dtype=np.int64), np.minimum(np.arange(n, dtype=np.int64) + 2, n - 1)
+    accepting = np.zeros(n, np.bool_)
+    accepting[-1] = True
+    status, rows, acc = graph_kernels.kernels().empty_moves(table, accepting, 0, eps_ptr, eps_dst, 4 * n, 1 << 16)
+    # the start's closure {0, 2, 4, ...} reads on to {1, 2, 3, ...}: a few thousand subset states, each accepting
+    assert status == 0 and acc.all() and (rows[:-1, 0] >= 0).sum() == len(rows) - 1
+    assert graph_kernels.kernels().empty_moves(table, accepting, 0, eps_ptr, eps_dst, 100, 1 << 16)[0] == -1
+    with deadline.within(deadline.Deadline(-1.0)):
+        assert graph_kernels.kernels().empty_moves(table, accepting, 0, eps_ptr, eps_dst, 4 * n, 100)[0] == -2

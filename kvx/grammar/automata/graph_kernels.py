@@ -25,6 +25,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
+from kvx.grammar.automata.empty_moves_kernel import without_empty_moves
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.names_kernel import tree_over_body
 from kvx.grammar.automata.network_kernel import finish_network, network_from_edges
@@ -50,6 +51,7 @@ class GraphKernels(NamedTuple):
     small_network: object  # a small network with its closures: network_kernel.network_from_edges
     body: object  # (trans, cob, call, accepting, start) -> (table, final, start, edges): pda._body
     tree_over_body: object  # key_names.body_without_names's table, minimal: names_kernel.tree_over_body
+    empty_moves: object  # word_bounds' markers read as empty moves: empty_moves_kernel.without_empty_moves
 
 
 @functools.cache
@@ -60,7 +62,7 @@ def kernels() -> GraphKernels | None:
     try:
         built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
                              product_rows, trim_keep, finish_network, network_from_edges, _read_body,
-                             tree_over_body)
+                             tree_over_body, without_empty_moves)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -80,6 +82,9 @@ def _warm(k: GraphKernels) -> None:
     k.subsets(np.array([[1], [-1]], i32), np.array([False, True]), np.array([-1, 0], i64), np.array([0, 0], i64),
               np.zeros(0, i64), np.array([True]), np.array([0], i64), False, 16, 1 << 20)
     _warm_deadline_look(k)
+    # a -> (empty) -> b: one state reads "a" into an accepting one
+    k.empty_moves(np.array([[1], [-1], [-1]], i32), np.array([False, False, True]), 0, np.array([0, 0, 1, 1], i64),
+                  np.array([2], i64), 16, 1 << 16)
     k.body(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.array([False, True]), 0)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):

@@ -1,5 +1,5 @@
 """key_names.body_without_names in one compiled call: the rows of a tree written over copies of a
-body's rows (the names' trie and its escape rows), their byte classes, and the merge of the tree's
+body's rows (the names' trie and its escape row), their byte classes, and the merge of the tree's
 equal rows (minimise_kernel.tree_minimal_rows).
 
 As numpy calls (a [rows, 256] table, its column classes, Moore's rounds) a name set cost ~0.2 ms

@@ -4,7 +4,7 @@ Declared properties come in `properties` order, optional ones may be left out; t
 the names only `required` lists (each once, all of them) and any number of other keys. The key space of the others is cut by the
 patternProperties regexes they match (each region gets the conjunction of its schemas, or
 additionalProperties / unevaluatedProperties where nothing matches), minus the declared names in
-every spelling (`"\\u0061"` cannot smuggle in a declared `a`), within propertyNames. Where the schema
+every spelling (`"a\\/b"` cannot smuggle in a declared `a/b`), within propertyNames. Where the schema
 says nothing of other keys, none is written unless GrammarOptions.extra_keys is "schema". Members are
 counted when minProperties/maxProperties ask for it. A finite automaton cannot stop two extra keys
 from being equal; json.loads keeps the last, which still validates because both obey the same schema.

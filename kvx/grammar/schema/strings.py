@@ -1,11 +1,15 @@
-"""JSON string bodies: one decoded character -> every byte spelling JSON allows for it.
+"""JSON string bodies: one decoded character -> the byte spellings kvx writes and reads for it.
 
 A character class (code point ranges) becomes the alternation of: its raw UTF-8 bytes (except
 '"', '\\' and controls, which JSON forbids raw), the short escapes (\\" \\\\ \\/ \\b \\f \\n \\r \\t),
 \\uXXXX for BMP characters (hex in either case) and a \\uD8xx\\uDCxx surrogate pair for the
-rest. Each spelling is one character, so minLength/maxLength count decoded characters, and a
-pattern's char-level automaton maps to JSON-escaped bytes class by class. Lone surrogates are
-never produced.
+rest, except that a printable ASCII character other than '"' and '\\' has no \\u spelling: every
+JSON serialiser writes those raw (json.dumps either way, JSON.stringify), and a \\u00XX route per
+state of a pattern's or format's automaton was a fifth of its states (the band's string rules:
+1,881 -> 1,478 states a schema). So every string a serialiser writes is read, and the model writes
+strings as they do. Each spelling is one character, so minLength/maxLength count decoded
+characters, and a pattern's char-level automaton maps to JSON-escaped bytes class by class. Lone
+surrogates are never produced.
 """
 from __future__ import annotations
 
@@ -23,6 +27,8 @@ from kvx.grammar.schema.stored_automata import stored
 SHORT_ESCAPES = {0x22: b'\\"', 0x5C: b"\\\\", 0x2F: b"\\/", 0x08: b"\\b", 0x0C: b"\\f",
                  0x0A: b"\\n", 0x0D: b"\\r", 0x09: b"\\t"}
 RAW_ALLOWED = cs.subtract(cs.ANY, ((0, 0x1F), (0x22, 0x22), (0x5C, 0x5C)))
+# the characters with a \u spelling: all but printable ASCII, and its `"` and `\`
+U_ESCAPED = cs.subtract(cs.ANY, ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)))
 UTF8_BOUNDS = ((0, 0x7F), (0x80, 0x7FF), (0x800, 0xFFFF), (0x10000, cs.MAX_CP))
 
 
@@ -90,7 +96,7 @@ WIDE_CLASS = 64  # ranges past which a class is built once, minimised, and embed
 
 @lru_cache(maxsize=4096)
 def json_char(ranges: tuple) -> ra.Node:
-    """Every JSON-string spelling of one character from `ranges` (normalised code point ranges).
+    """The JSON-string spellings of one character from `ranges` (normalised code point ranges).
     A wide class (`\\p{L}`: 694 ranges, 3,618 composed states, 819 minimal) is one minimised
     automaton, built once a machine (stored_automata.py: 0.1-0.2 s to build, a few ms to load):
     written out, every pattern holding it composed it again."""
@@ -108,10 +114,10 @@ def _wide_class(ranges: tuple) -> DFA:
 
 
 def _spellings(ranges: tuple) -> ra.Node:
-    """json_char's language written out: raw UTF-8, the short escapes, \\uXXXX, surrogate pairs."""
+    """json_char's language written out: raw UTF-8, the short escapes, \\uXXXX (U_ESCAPED), surrogate pairs."""
     parts = [utf8_class(cs.intersect(ranges, RAW_ALLOWED))]
     parts += [ra.lit(esc) for cp, esc in SHORT_ESCAPES.items() if cs.contains(ranges, cp)]
-    for lo, hi in ranges:
+    for lo, hi in cs.intersect(ranges, U_ESCAPED):
         if lo <= 0xFFFF:
             parts.append(_u_escape(lo, min(hi, 0xFFFF)))
         if hi >= 0x10000:

@@ -5,20 +5,25 @@ side (`\\b`; the string's ends count as non-word), or on neither or both sides (
 pattern is compiled with a marker byte where each one sits (0xFF, 0xFE: bytes no UTF-8 text
 holds), intersected with the strings whose every marker stands where its condition holds (a
 six-state automaton over the JSON spellings of word and other characters), and the markers are
-then read as empty moves (the automaton's edges as a graph, determinised again).
+then read as empty moves, determinised again (automata/empty_moves_kernel.py; without numba, the
+automaton's edges as a graph for the composer).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import CDFA, column_classes
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
-from kvx.grammar.automata.dfa_ops import product
+from kvx.grammar.automata.dfa_ops import product, trimmed_minimal
+from kvx.grammar.automata.table_kernels import csr
+from kvx.grammar.errors import TooLarge
 
 BOUNDARY, NOT_BOUNDARY = 0xFF, 0xFE
 NONE, PENDING_BOUNDARY, PENDING_NOT = 0, 1, 2  # markers read since the last character
+LOOK_EVERY = 1 << 16  # units of the empty-move kernel's work (a member or a class read) between looks at the deadline
 
 
 def marker(boundary: bool) -> ra.Bytes:
@@ -31,7 +36,32 @@ def resolve(marked: DFA | None, word: ra.Node, other: ra.Node, max_states: int) 
     if marked is None:
         return None
     checked = product(marked, fast_compile(_conditions(word, other), max_states), "and", max_states)
-    return None if checked is None else fast_compile(_without_markers(checked.expand()), max_states)
+    if checked is None:
+        return None
+    if graph_kernels.kernels() is None:
+        return fast_compile(_without_markers(checked.expand()), max_states)
+    return _markers_as_empty_moves(checked, max_states)
+
+
+def _markers_as_empty_moves(c: CDFA, max_states: int) -> DFA | None:
+    """The marked automaton with its markers read as empty moves, determinised in one compiled call
+    (the same language as _without_markers' graph composed; trimmed, and minimised when small)."""
+    marks = np.unique(c.cob[[BOUNDARY, NOT_BOUNDARY]])
+    table = np.ascontiguousarray(c.trans, dtype=np.int32).copy()
+    # a marker's class holds no other byte that moves: the rest of 0xF5-0xFF is in no UTF-8 text
+    src, col = np.nonzero(table[:, marks] >= 0)
+    dst = table[src, marks[col]]
+    table[:, marks] = -1
+    ptr, targets = csr(len(table), src.astype(np.int64), dst.astype(np.int64))
+    status, rows, acc = graph_kernels.kernels().empty_moves(table, np.asarray(c.accepting, dtype=bool), int(c.start),
+                                                            ptr, targets, max_states, LOOK_EVERY)
+    if status == -2:
+        deadline.check()
+    if status < 0:
+        raise TooLarge(f"more than {max_states} DFA states")
+    reps, of_class = column_classes(rows)  # the markers' columns are dead now, as others may be
+    result = trimmed_minimal(np.ascontiguousarray(rows[:, reps]), acc, 0, of_class[c.cob])
+    return None if result is None else result.expand()
 
 
 def _conditions(word: ra.Node, other: ra.Node) -> ra.Graph:
