@@ -290,3 +290,21 @@ def test_object_shapes_each_their_own_rule_agree_with_jsonschema(cache):
                 break
             m.advance(tid)
         assert (walked and m.is_accepting()) == ok, text
+
+
+def test_the_cpu_deadline_reads_its_clock_only_once_the_wall_clock_could_pass_it(monkeypatch):
+    """A thread's CPU time grows no faster than the wall clock: until that much wall time has gone by
+    the deadline cannot have passed, and its CPU clock (a system call) is not read; once it has, the
+    CPU clock decides."""
+    import time as time_module
+
+    wall = [100.0]
+    monkeypatch.setattr(time_module, "perf_counter", lambda: wall[0])
+    deadline = Deadline(1.0)
+    reads = []
+    deadline.clock = lambda: reads.append(1) or deadline._since + 2.0  # CPU time says: passed
+    assert not deadline.passed() and reads == []  # no wall time yet: cannot have passed
+    wall[0] += 1.5
+    assert deadline.passed() and reads == [1]
+    deadline.clock = lambda: deadline._since + 0.5  # CPU time says: not yet (the thread waited)
+    assert not deadline.passed()
