@@ -62,6 +62,7 @@ def utf8_class(ranges) -> ra.Node:
     return ra.alt(*(ra.seq(*(ra.byte_range(x, y) for x, y in s)) for s in seqs))
 
 
+@lru_cache(maxsize=None)  # 136 (a, b) pairs at most; every \u spelling of every class asks
 def _hex_digit(a: int, b: int) -> ra.Node:
     vals = range(a, b + 1)
     return ra.byte_set(*{ord(c) for v in vals for c in (format(v, "x"), format(v, "X"))})
