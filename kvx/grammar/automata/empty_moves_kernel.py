@@ -13,6 +13,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
+from kvx.grammar.automata.table_kernels import sort_prefix
 
 
 @_jit
@@ -93,15 +94,7 @@ def without_empty_moves(table, accepting, start, eps_ptr, eps_dst, max_states, l
                 size += 1
                 for e in range(eps_ptr[q], eps_ptr[q + 1]):
                     top = _push(eps_dst[e], round_, stamp, stack, top)
-            if size > 32:
-                buf[:size] = np.sort(buf[:size])
-            for j in range(1, size if size <= 32 else 0):  # insertion sort: a closure holds a few states
-                v = buf[j]
-                m = j - 1
-                while m >= 0 and buf[m] > v:
-                    buf[m + 1] = buf[m]
-                    m -= 1
-                buf[m + 1] = v
+            sort_prefix(buf, size)
             work += size
         if found < 0:  # look it up, or make it
             h = _hash(buf[:size]) & (len(slots) - 1)

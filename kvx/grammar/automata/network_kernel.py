@@ -16,7 +16,7 @@ from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.subset_kernel import subsets
-from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, reach, trim_keep
+from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, reach, sort_prefix, trim_keep
 
 
 @_jit
@@ -177,7 +177,8 @@ def network_from_edges(dfa_trans, dfa_shape, dfa_acc, dfa_cob, dfa_start, text_b
                     stamp[w] = tag
                     stack[depth] = w
                     depth += 1
-        return starts[np.sort(found[:count])], fin
+        sort_prefix(found, count)
+        return starts[found[:count]], fin
 
     entry0, final0 = closure(0, 0)
     if len(entry0) == 0:

@@ -19,7 +19,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
-from kvx.grammar.automata.table_kernels import live_cells
+from kvx.grammar.automata.table_kernels import live_cells, sort_prefix
 
 
 @_jit
@@ -327,7 +327,8 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
                 end = kept
                 acc |= fin[t]
             work += end
-            row[c] = id_of(np.sort(buf[:end]), acc)
+            sort_prefix(buf, end)
+            row[c] = id_of(buf[:end], acc)
             if row[c] < 0:
                 return -1, out, fin, start
             last_nt, last_state = nt, row[c]

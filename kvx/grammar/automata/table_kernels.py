@@ -31,6 +31,22 @@ def live_cells(trans):  # pragma: no cover - compiled
 
 
 @_jit
+def sort_prefix(a, n):  # pragma: no cover - compiled
+    """Sort a[:n] in place: by insertion for a few items (a subset state's members: numba's np.sort
+    allocates a copy each call, the most of a small union's time), else np.sort."""
+    if n > 32:
+        a[:n] = np.sort(a[:n])
+        return
+    for j in range(1, n):
+        v = a[j]
+        m = j - 1
+        while m >= 0 and a[m] > v:
+            a[m + 1] = a[m]
+            m -= 1
+        a[m + 1] = v
+
+
+@_jit
 def csr(n, src, dst):  # pragma: no cover - compiled
     """The edges src[i] -> dst[i] of n nodes by source: node s's targets are
     targets[ptr[s]:ptr[s + 1]], in the order the edges are listed."""
