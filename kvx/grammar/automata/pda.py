@@ -28,7 +28,7 @@ import numpy as np
 
 from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import CDFA, column_classes, reach, row_groups
+from kvx.grammar.automata.cdfa import CDFA, column_classes, reach
 from kvx.grammar.errors import TooLarge
 
 CALL_BYTE = 0xFF  # not a UTF-8 byte: cannot clash with any JSON text
@@ -371,12 +371,7 @@ def _concatenate(bodies: list) -> Program:
     sizes = np.array([0 if b is None else len(b.final) for b in bodies], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     present = [(r, b) for r, b in enumerate(bodies) if b is not None]
-    firsts, joint = row_groups(np.stack([b.classes for _, b in present], axis=1))
-    # joint classes numbered by their first byte, as column_classes numbers them
-    order = np.argsort(firsts, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    joint, reps = rank[joint], firsts[order]
+    reps, joint = column_classes(np.stack([b.classes for _, b in present]))  # numbered by their first byte
     table = np.empty((int(offsets[-1]), len(reps)), dtype=np.int32)
     compiled = graph_kernels.kernels()
     for r, b in present:  # each body's rows straight into place, its classes read at the joint ones
