@@ -250,9 +250,11 @@ def _merge_equal_rules(bodies: list) -> list:
             cls[r] = tables.setdefault(key if len(rules) == 1 else (key, *contents[id(bodies[r])]), len(tables))
     count = len(tables)
     # every body's call edges in one table (rule, state, callee, return), sorted once a round
-    parts = [np.column_stack([np.full(len(b.edges), r, dtype=np.int64), b.edges.astype(np.int64, copy=False)])
-             for r, b in enumerate(bodies) if b is not None and len(b.edges)]
-    calls_of = np.concatenate(parts) if parts else np.zeros((0, 4), dtype=np.int64)
+    calling = [(r, b.edges) for r, b in enumerate(bodies) if b is not None and len(b.edges)]
+    calls_of = np.zeros((0, 4), dtype=np.int64)
+    if calling:
+        owner = np.repeat(np.array([r for r, _ in calling], dtype=np.int64), [len(e) for _, e in calling])
+        calls_of = np.column_stack([owner, np.concatenate([e for _, e in calling]).astype(np.int64, copy=False)])
     bounds = np.searchsorted(calls_of[:, 0], np.arange(len(bodies) + 1)).tolist()  # rules come in order
     while True:
         deadline.check()
