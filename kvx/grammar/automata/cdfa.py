@@ -101,7 +101,9 @@ def compact(dfa: DFA | CDFA) -> CDFA:
         return dfa
     if dfa.classes is None:
         dfa.classes = column_classes(dfa.trans)[1]
-    _, reps = np.unique(dfa.classes, return_index=True)
+    # the first byte of each class (classes are 0..k-1): the last write of a reversed scatter wins
+    reps = np.empty(int(dfa.classes.max()) + 1, dtype=np.int64)
+    reps[dfa.classes[::-1]] = np.arange(255, -1, -1)
     return CDFA(np.ascontiguousarray(dfa.trans[:, reps]).astype(np.int32), dfa.accepting.astype(bool),
                 int(dfa.start), dfa.classes)
 
