@@ -155,14 +155,15 @@ class Composer:
         stack = list(reversed(edges))
         count = num_nodes
 
-        def new() -> int:
+        def new(n: int = 1) -> int:  # the first of n new nodes
             nonlocal count
-            count += 1
-            if count % 1024 == 0:
+            first = count
+            count += n
+            if count // 1024 != first // 1024:
                 deadline.check()
             if count > 8 * self.max_states:
                 raise TooLarge(f"more than {self.max_states} DFA states")
-            return count - 1
+            return first
 
         memo = self.memo
         while stack:
@@ -196,10 +197,10 @@ class Composer:
             elif kind is ra.Alt:
                 stack.extend((a, b, it) for it in label.items)
             elif kind is ra.Graph:
-                ids = [new() for _ in range(label.num_states)]
-                out.append((a, ids[0], None))
-                out.extend((ids[f], b, None) for f in label.finals)
-                stack.extend((ids[x], ids[y], lab) for x, y, lab in label.edges)
+                first = new(label.num_states)  # the graph's node x is first + x
+                out.append((a, first, None))
+                out.extend((first + f, b, None) for f in label.finals)
+                stack.extend((first + x, first + y, lab) for x, y, lab in label.edges)
             elif kind is ra.Repeat:
                 lo, hi, item = label.lo, label.hi, label.item
                 cur = a
