@@ -29,6 +29,7 @@ from kvx.grammar.automata.cdfa import (CDFA, column_classes, compact, empty_word
                                        single_class, trim)
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.process_cache import ProcessCache
 from kvx.grammar.automata.subset_kernel import LOOK_EVERY
 from kvx.grammar.errors import TooLarge
 
@@ -122,7 +123,8 @@ class Composer:
             if hit is not None:
                 return hit[1]
             if is_prefix_char(item):
-                return _keep_repeat(key, item, repeat_char(item, node.lo, node.hi, self.max_states))
+                counted = repeat_char(item, node.lo, node.hi, self.max_states)
+                return _REPEATS.keep(key, (item, counted), counted.trans.size)[1]
             return self.network(2, [(0, 1, node)], (1,))
         if isinstance(node, ra.Graph):
             return self.network(node.num_states, list(node.edges), tuple(node.finals))
@@ -647,28 +649,13 @@ def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
 
 # the chains of the byte-class runs (by their masks) and of the literals (by their bytes) met so far in
 # this process: a key or a character class's UTF-8 spelling recurs across rules and schemas, and each
-# is a few numpy calls to build
-_CHAINS: dict[tuple | bytes, CDFA] = {}
-MAX_CHAINS = 4096  # ~2 KB each (the byte-class map): the cache is dropped whole past this
-
-
-# the counter copies of one-character automata (a string's length bound, a pattern's `{m,n}`) met so far in
-# this process, by (the character's automaton, the bounds, the cap): over the median band's first
-# compiles 1,266 asks held 158 distinct, each a dozen numpy calls (~70 us). The character's automaton
-# is kept beside its result, so its id names it while the entry lives; the cache is dropped whole
-# past MAX_REPEAT_CELLS cells.
-_REPEATS: dict[tuple, tuple[CDFA, CDFA]] = {}
-MAX_REPEAT_CELLS = 1 << 22
-_repeat_cells = [0]
-
-
-def _keep_repeat(key: tuple, item: CDFA, counted: CDFA) -> CDFA:
-    if _repeat_cells[0] + counted.trans.size > MAX_REPEAT_CELLS:
-        _REPEATS.clear()
-        _repeat_cells[0] = 0
-    _REPEATS[key] = (item, counted)
-    _repeat_cells[0] += counted.trans.size
-    return counted
+# is a few numpy calls to build; ~2 KB each (the byte-class map), 4,096 kept at most
+_CHAINS: ProcessCache[CDFA] = ProcessCache(4096)
+# the counter copies of one-character automata (a string's length bound, a pattern's `{m,n}`), by (the
+# character's automaton, the bounds, the cap): over the median band's first compiles 1,266 asks held
+# 158 distinct, each a dozen numpy calls (~70 us). The character's automaton is kept beside its
+# result, so its id names it while the entry lives; 4 M table cells kept at most
+_REPEATS: ProcessCache[tuple[CDFA, CDFA]] = ProcessCache(1 << 22)
 
 
 def _chain_dfa(masks: tuple) -> CDFA:
@@ -687,7 +674,7 @@ def _chain_dfa(masks: tuple) -> CDFA:
     trans = np.concatenate([trans.astype(np.int32), np.full((1, len(reps)), -1, dtype=np.int32)])
     acc = np.zeros(n + 1, dtype=bool)
     acc[n] = True
-    return _keep_chain(masks, CDFA(trans, acc, 0, cob.astype(np.int64)))
+    return _CHAINS.keep(masks, CDFA(trans, acc, 0, cob.astype(np.int64)))
 
 
 def _masks(run: list) -> tuple:
@@ -704,14 +691,7 @@ def _masks(run: list) -> tuple:
 def _text_dfa(data: bytes) -> CDFA:
     """The chain spelling `data`: _chain_dfa's for its bytes' masks, kept per process by the bytes."""
     hit = _CHAINS.get(data)
-    return hit if hit is not None else _keep_chain(data, _literal_chain(list(data)))
-
-
-def _keep_chain(key: tuple | bytes, chain: CDFA) -> CDFA:
-    if len(_CHAINS) >= MAX_CHAINS:
-        _CHAINS.clear()
-    _CHAINS[key] = chain
-    return chain
+    return hit if hit is not None else _CHAINS.keep(data, _literal_chain(list(data)))
 
 
 def _literal_chain(text: list[int]) -> CDFA:

@@ -14,15 +14,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
-from kvx.grammar.automata.table_kernels import sort_prefix
-
-
-@_jit
-def _hash(members):  # pragma: no cover - compiled
-    x = np.uint64(0xCBF29CE484222325)
-    for q in members:
-        x = (x ^ np.uint64(q)) * np.uint64(0x100000001B3)
-    return np.int64(x >> np.uint64(1))
+from kvx.grammar.automata.table_kernels import members_hash, sort_prefix
 
 
 @_jit
@@ -98,7 +90,7 @@ def without_empty_moves(table, accepting, start, eps_ptr, eps_dst, max_states, l
             sort_prefix(buf, size)
             work += size
         if found < 0:  # look it up, or make it
-            h = _hash(buf[:size]) & (len(slots) - 1)
+            h = members_hash(buf[:size], False) & (len(slots) - 1)
             while slots[h] >= 0:
                 s = slots[h]
                 if mem_ptr[s + 1] - mem_ptr[s] == size:
@@ -133,7 +125,7 @@ def without_empty_moves(table, accepting, start, eps_ptr, eps_dst, max_states, l
             if 2 * count > len(slots):  # keep the hash table at most half full
                 slots = np.full(2 * len(slots), -1, np.int64)
                 for s in range(count):
-                    hs = _hash(mem[mem_ptr[s] : mem_ptr[s + 1]]) & (len(slots) - 1)
+                    hs = members_hash(mem[mem_ptr[s] : mem_ptr[s + 1]], False) & (len(slots) - 1)
                     while slots[hs] >= 0:
                         hs = (hs + 1) & (len(slots) - 1)
                     slots[hs] = s

@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kvx.grammar.automata.empty_moves_kernel import without_empty_moves
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
-from kvx.grammar.automata.empty_moves_kernel import without_empty_moves
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.names_kernel import tree_over_body
 from kvx.grammar.automata.network_kernel import finish_network, network_from_edges

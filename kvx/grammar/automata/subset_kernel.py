@@ -19,15 +19,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
-from kvx.grammar.automata.table_kernels import live_cells, sort_prefix
-
-
-@_jit
-def _members_hash(members, acc):  # pragma: no cover - compiled
-    x = np.uint64(0xCBF29CE484222325) ^ np.uint64(acc)
-    for q in members:
-        x = (x ^ np.uint64(q)) * np.uint64(0x100000001B3)
-    return np.int64(x >> np.uint64(1))
+from kvx.grammar.automata.table_kernels import live_cells, members_hash, sort_prefix
 
 
 @_jit
@@ -189,7 +181,7 @@ def subsets(trans, copy_acc, node_of, entry_ptr, entry_states, node_fin, start_m
         return tail
 
     def lookup(members, acc):  # (slot of (members, acc) or -1, the free hash to put it at)
-        h = _members_hash(members, acc)
+        h = members_hash(members, acc)
         while h in table:
             s = table[h]
             if s >= 0 and slot_acc[s] == acc and mem_ptr[s + 1] - mem_ptr[s] == len(members):

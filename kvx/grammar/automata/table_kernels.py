@@ -31,6 +31,16 @@ def live_cells(trans):  # pragma: no cover - compiled
 
 
 @_jit
+def members_hash(members, flag):  # pragma: no cover - compiled
+    """FNV-1a over a subset state's sorted members, seeded by a flag (its acceptance), as a
+    non-negative int64: the subset loops' hash-table key."""
+    x = np.uint64(0xCBF29CE484222325) ^ np.uint64(flag)
+    for q in members:
+        x = (x ^ np.uint64(q)) * np.uint64(0x100000001B3)
+    return np.int64(x >> np.uint64(1))
+
+
+@_jit
 def sort_prefix(a, n):  # pragma: no cover - compiled
     """Sort a[:n] in place: by insertion for a few items (a subset state's members: numba's np.sort
     allocates a copy each call, the most of a small union's time), else np.sort."""

@@ -356,17 +356,17 @@ class Document:
     def _lookup(self, pointer: str):
         """From the nearest ancestor looked up before (the walk asks parents first: most lookups are
         one step), else from the root or the synthesised schema the pointer starts at."""
-        below, at = [], pointer
+        below, at = [], pointer  # `at` itself was asked and missed
         while True:
-            hit = self._at.get(at)
-            if hit is not None:
-                node = hit[0]
-                break
             at, sep, raw = at.rpartition("/")
             if not sep:  # `raw` is the pointer's first token: "" (the root) or "!n"
                 node = self.synthesised[int(raw[1:])][0] if raw.startswith("!") else self.root
                 break
             below.append(raw)
+            hit = self._at.get(at)
+            if hit is not None:
+                node = hit[0]
+                break
         for raw in reversed(below):
             token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, list) and token.isdigit() and int(token) < len(node):
