@@ -10,6 +10,7 @@ import numpy as np
 
 from kvx.grammar.automata import graph_kernels
 from kvx.grammar.automata.dfa import DFA
+from kvx.grammar.automata.process_cache import ProcessCache
 from kvx.grammar.errors import TooLarge
 
 
@@ -142,7 +143,7 @@ _SINGLE_TRANS = np.array([[-1, 1], [-1, -1]], dtype=np.int32)
 _SINGLE_ACC = np.array([False, True])
 
 
-_SINGLES: dict[int, CDFA] = {}
+_SINGLES: ProcessCache[CDFA] = ProcessCache(4096)  # byte mask -> its one-class automaton
 
 
 def single_class(mask: int) -> CDFA | None:
@@ -151,12 +152,9 @@ def single_class(mask: int) -> CDFA | None:
     hit = _SINGLES.get(mask)
     if hit is not None:
         return hit
-    if len(_SINGLES) > 4096:
-        _SINGLES.clear()
     bits = np.frombuffer(mask.to_bytes(32, "little"), dtype=np.uint8)
     cob = np.unpackbits(bits, bitorder="little").astype(np.int64)
-    hit = _SINGLES[mask] = CDFA(_SINGLE_TRANS, _SINGLE_ACC, 0, cob)
-    return hit
+    return _SINGLES.keep(mask, CDFA(_SINGLE_TRANS, _SINGLE_ACC, 0, cob))
 
 
 def empty_word() -> CDFA:
@@ -233,13 +231,11 @@ def literal_set(words: list[bytes]) -> CDFA | None:
     key = tuple(words)
     hit = _LITERAL_SETS.get(key)
     if hit is None:
-        if len(_LITERAL_SETS) > 256:
-            _LITERAL_SETS.clear()
-        hit = _LITERAL_SETS[key] = _literal_set(words)
+        hit = _LITERAL_SETS.keep(key, _literal_set(words))
     return hit
 
 
-_LITERAL_SETS: dict[tuple, CDFA] = {}
+_LITERAL_SETS: ProcessCache[CDFA] = ProcessCache(256)  # word list -> its trie
 
 
 def _literal_set(words: list[bytes]) -> CDFA:

@@ -18,6 +18,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product
+from kvx.grammar.automata.process_cache import ProcessCache
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema import charset as cs
 from kvx.grammar.schema import strings
@@ -261,10 +262,7 @@ class ObjectBody(Body):
         key = (tuple(patterns), self.s.scalars.max_states, relax)
         hit = _REGIONS.get(key)
         if hit is None:
-            hit = self._cut_regions(patterns, relax)
-            if len(_REGIONS) > 1024:
-                _REGIONS.clear()
-            _REGIONS[key] = hit
+            hit = _REGIONS.keep(key, self._cut_regions(patterns, relax))
         return hit
 
     def _cut_regions(self, patterns: list, relax: bool) -> list[tuple[frozenset, DFA]]:
@@ -383,8 +381,8 @@ def any_key_body() -> DFA:
     return _ANY_KEY[0]
 
 
-_NOT_NAMES: dict[tuple, object] = {}
-_REGIONS: dict[tuple, list] = {}  # (patterns, max_states) -> their key regions (ObjectBody._key_regions)
+_NOT_NAMES: ProcessCache[DFA | None] = ProcessCache(1024)  # names -> any key but them
+_REGIONS: ProcessCache[list] = ProcessCache(1024)  # (patterns, max_states, relax) -> their key regions (ObjectBody._key_regions)
 
 
 def _minus_names(body, names: tuple, max_states: int):
@@ -402,9 +400,7 @@ def _minus_names(body, names: tuple, max_states: int):
             others = product(any_key_body(), fast_compile(spelled, max_states), mode="minus", max_states=max_states)
         elif others.num_states > max_states:
             raise TooLarge(f"more than {max_states} DFA states")
-        if len(_NOT_NAMES) > 1024:
-            _NOT_NAMES.clear()
-        _NOT_NAMES[names] = others
+        _NOT_NAMES.keep(names, others)
     if body is any_key_body() or others is None:
         return others
     return product(body, others, mode="and", max_states=max_states)

@@ -14,9 +14,10 @@ import json
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import literal_set
+from kvx.grammar.automata.cdfa import CDFA, literal_set
 from kvx.grammar.automata.compose import Composer
 from kvx.grammar.automata.pda import Program, call_symbol, link
+from kvx.grammar.automata.process_cache import ProcessCache
 from kvx.grammar.errors import TooLarge, UnsupportedSchema, too_large
 from kvx.grammar.schema.applicators import Alternative, Applicators
 from kvx.grammar.schema.arrays import ArrayBody
@@ -29,7 +30,7 @@ from kvx.grammar.schema.values import dumps, json_equal
 from kvx.grammar.options import GrammarOptions
 
 
-_STRING_RULES: dict[tuple, object] = {}  # (string specs, max_states) -> composed body, per process
+_STRING_RULES: ProcessCache[CDFA | None] = ProcessCache(4096)  # (string specs, max_states) -> composed body
 # the rules of "any value" (`{}`, `true`, unconstrained items and extras) have fixed ids, so their
 # bodies (which call each other) are composed once per process and options
 ANY_STRING = StringSpec(0, None, (), (), (), (), ())
@@ -202,10 +203,7 @@ class RuleBuilder:
         hit = _STRING_RULES.get(key)
         if hit is None:
             body = ra.alt(*(strings.quoted(self.scalars.string_body(spec)) for spec in specs))
-            hit = self._compile(body, "")
-            if len(_STRING_RULES) > 4096:
-                _STRING_RULES.clear()
-            _STRING_RULES[key] = hit
+            hit = _STRING_RULES.keep(key, self._compile(body, ""))
         return hit
 
     def _call(self, kind: str, alts: tuple, context: tuple) -> ra.Node:

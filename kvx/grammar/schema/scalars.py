@@ -18,6 +18,7 @@ from kvx.grammar.automata import regex_ast as ra
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product, repeat
+from kvx.grammar.automata.process_cache import ProcessCache
 from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.options import Numbers
 from kvx.grammar.schema import charset as cs
@@ -36,7 +37,7 @@ PLAIN_NUMBER = ra.seq(ra.opt(ra.lit("-")), numbers.UNSIGNED)  # no exponent
 # `maxLength: 2048` with a pattern ran past the state cap), and a record rarely writes that much
 LONG_WITH_PATTERN = 256
 LENGTHS = ("minLength", "maxLength")  # a string's bound keywords (Notes.long_bounds)
-_BODIES: dict[tuple, ra.Node | TooLarge] = {}  # (StringSpec, max_states) -> string_body or its cap's error
+_BODIES: ProcessCache[ra.Node | TooLarge] = ProcessCache(4096)  # (StringSpec, max_states) -> string_body or its cap's error
 _JUDGING: ContextVar["Scalars"] = ContextVar("kvx_judging")  # whose internal keywords a running check reads
 
 
@@ -520,9 +521,7 @@ class Scalars:
             except TooLarge as err:
                 deadline.check()  # a passed deadline is this compile's, not the spec's: not kept
                 hit = err
-            if len(_BODIES) > 4096:
-                _BODIES.clear()
-            _BODIES[key] = hit
+            _BODIES.keep(key, hit)
         if isinstance(hit, TooLarge):
             raise TooLarge(str(hit))
         return hit
