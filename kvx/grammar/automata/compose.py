@@ -19,6 +19,7 @@ remain; the token FSM does not need minimality).
 """
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Callable
 
 import numpy as np
@@ -550,24 +551,23 @@ class Composer:
         """network's closures and _finish_compiled's steps in one compiled call (a small network:
         network_kernel.network_from_edges); the same table. A literal text's copy is its bytes, its
         chain written by the kernel (a median schema spells ~30 new ones, 26 us each as an automaton)."""
-        distinct, copy_dfa = _distinct(copies)
-        texts = [d.data for _, _, d in copies if d.__class__ is ra.Text]
-        ends = np.array([(a, b) for a, b, _ in copies], dtype=np.int64).reshape(-1, 2).T.copy()  # each contiguous
-        eps = np.array(epsilons, dtype=np.int64).reshape(-1, 2).T.copy()
+        distinct, copy_dfa, texts = _distinct(copies)
+        ends = lambda pairs, k: np.array([pair[k] for pair in pairs], dtype=np.int64)
         status, trans, accepting, start, joint = kernel(
             *_tables(distinct),
             np.array([d.start for d in distinct], dtype=np.int64),
-            np.frombuffer(b"".join(texts), dtype=np.uint8), np.cumsum([0] + [len(t) for t in texts], dtype=np.int64),
+            np.frombuffer(b"".join(texts), dtype=np.uint8),
+            np.array(list(accumulate(map(len, texts), initial=0)), dtype=np.int64),
             np.array(copy_dfa, dtype=np.int64),
-            ends[0], ends[1], eps[0], eps[1], num_nodes, np.array(finals, dtype=np.int64),
-            self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
+            ends(copies, 0), ends(copies, 1), ends(epsilons, 0), ends(epsilons, 1), num_nodes,
+            np.array(finals, dtype=np.int64), self.max_states, MINIMISE_UP_TO, LOOK_EVERY)
         if status == 3:
             return empty_word()
         return self._kernel_result(status, trans, accepting, start, joint)
 
     def _finish_compiled(self, kernel, copies, node_closure, entry0: tuple, final0: bool, all_live: bool):
         """_finish_numpy's steps in one compiled call (network_kernel.finish_network): the same table."""
-        distinct, copy_dfa = _distinct(copies)
+        distinct, copy_dfa, _ = _distinct(copies)
         nodes = sorted({b for _, b, _ in copies})
         node_index = {u: i for i, u in enumerate(nodes)}
         entries, entry_lens, node_fin = [], [0], []
@@ -595,23 +595,22 @@ class Composer:
         return None if status == 1 else CDFA(trans, accepting, int(start), joint)
 
 
-def _distinct(copies: list) -> tuple[list, list]:
-    """The distinct automata of the copies, in the order the copies meet them, and each copy's
-    (a literal text's copy: -1 - its number among the texts)."""
+def _distinct(copies: list) -> tuple[list, list, list]:
+    """The distinct automata of the copies, in the order the copies meet them, each copy's (a
+    literal text's copy: -1 - its number among the texts), and the texts' bytes in that order."""
     index: dict[int, int] = {}
-    distinct, copy_dfa = [], []
-    texts = 0
+    distinct, copy_dfa, texts = [], [], []
     for _, _, d in copies:
         if d.__class__ is ra.Text:
-            texts += 1
-            copy_dfa.append(-texts)
+            texts.append(d.data)
+            copy_dfa.append(-len(texts))
             continue
         i = index.get(id(d))
         if i is None:
             i = index[id(d)] = len(distinct)
             distinct.append(d)
         copy_dfa.append(i)
-    return distinct, copy_dfa
+    return distinct, copy_dfa, texts
 
 
 _NO_TEXT = np.zeros(0, dtype=np.uint8)  # the texts of a network without literal copies
@@ -625,7 +624,7 @@ def _tables(distinct: list) -> tuple:
     return (np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
             np.array([d.trans.shape for d in distinct], dtype=np.int64),
             np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
-            np.stack([d.cob for d in distinct]).astype(np.int64, copy=False))
+            np.array([d.cob for d in distinct], dtype=np.int64))
 
 
 def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):
