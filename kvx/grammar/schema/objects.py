@@ -15,6 +15,7 @@ from dataclasses import replace
 
 from kvx.grammar.automata import deadline
 from kvx.grammar.automata import regex_ast as ra
+from kvx.grammar.automata.cdfa import CDFA
 from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product
@@ -381,7 +382,7 @@ def any_key_body() -> DFA:
     return _ANY_KEY[0]
 
 
-_NOT_NAMES: ProcessCache[DFA | None] = ProcessCache(1024)  # names -> any key but them
+_NOT_NAMES: ProcessCache[CDFA | None] = ProcessCache(1024)  # names -> any key but them
 _REGIONS: ProcessCache[list] = ProcessCache(1024)  # (patterns, max_states, relax) -> their key regions (ObjectBody._key_regions)
 
 
