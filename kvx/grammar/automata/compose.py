@@ -588,10 +588,7 @@ class Composer:
         return self._kernel_result(status, trans, accepting, start, joint)
 
     def _kernel_result(self, status: int, trans, accepting, start, joint) -> CDFA | None:
-        if status == -2:
-            deadline.check()
-        if status < 0:
-            raise TooLarge(f"more than {self.max_states} DFA states")
+        deadline.raise_for_stop(status, self.max_states)
         return None if status == 1 else CDFA(trans, accepting, int(start), joint)
 
 

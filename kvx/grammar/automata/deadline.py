@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable
 
-from kvx.grammar.errors import DeadlinePassed
+from kvx.grammar.errors import DeadlinePassed, TooLarge
 
 
 class Deadline:
@@ -55,6 +55,15 @@ def check() -> None:
     deadline = _ACTIVE.get()
     if deadline is not None:
         deadline.check()
+
+
+def raise_for_stop(status: int, max_states: int) -> None:
+    """A compiled loop's stop as the error it stands for: -2 the deadline (DeadlinePassed), any other
+    negative status the state cap (TooLarge); nothing for the rest."""
+    if status == -2:
+        check()
+    if status < 0:
+        raise TooLarge(f"more than {max_states} DFA states")
 
 
 @contextmanager

@@ -33,10 +33,7 @@ def product(a: DFA | CDFA, b: DFA | CDFA, mode: str = "and", max_states: int = D
         c_order = np.ascontiguousarray  # the gathers above may come out column-major
         status, trans, key_arr = compiled.product(c_order(ta), c_order(tb), nb, start, mode == "minus", max_states,
                                                     LOOK_EVERY)
-        if status == -2:
-            deadline.check()
-        if status < 0:
-            raise TooLarge(f"more than {max_states} DFA states")
+        deadline.raise_for_stop(status, max_states)
         return _product_result(a, b, mode, trans, key_arr, cob)
     index = {start: 0}
     keys = [start]

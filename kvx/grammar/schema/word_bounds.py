@@ -19,7 +19,6 @@ from kvx.grammar.automata.compose import fast_compile
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.dfa_ops import product, trimmed_minimal
 from kvx.grammar.automata.table_kernels import csr
-from kvx.grammar.errors import TooLarge
 
 BOUNDARY, NOT_BOUNDARY = 0xFF, 0xFE
 NONE, PENDING_BOUNDARY, PENDING_NOT = 0, 1, 2  # markers read since the last character
@@ -38,12 +37,13 @@ def resolve(marked: DFA | None, word: ra.Node, other: ra.Node, max_states: int) 
     checked = product(marked, fast_compile(_conditions(word, other), max_states), "and", max_states)
     if checked is None:
         return None
-    if graph_kernels.kernels() is None:
+    compiled = graph_kernels.kernels()
+    if compiled is None:
         return fast_compile(_without_markers(checked.expand()), max_states)
-    return _markers_as_empty_moves(checked, max_states)
+    return _markers_as_empty_moves(compiled.empty_moves, checked, max_states)
 
 
-def _markers_as_empty_moves(c: CDFA, max_states: int) -> DFA | None:
+def _markers_as_empty_moves(kernel, c: CDFA, max_states: int) -> DFA | None:
     """The marked automaton with its markers read as empty moves, determinised in one compiled call
     (the same language as _without_markers' graph composed; trimmed, and minimised when small)."""
     marks = np.unique(c.cob[[BOUNDARY, NOT_BOUNDARY]])
@@ -53,12 +53,9 @@ def _markers_as_empty_moves(c: CDFA, max_states: int) -> DFA | None:
     dst = table[src, marks[col]]
     table[:, marks] = -1
     ptr, targets = csr(len(table), src.astype(np.int64), dst.astype(np.int64))
-    status, rows, acc = graph_kernels.kernels().empty_moves(table, np.asarray(c.accepting, dtype=bool), int(c.start),
-                                                            ptr, targets, max_states, LOOK_EVERY)
-    if status == -2:
-        deadline.check()
-    if status < 0:
-        raise TooLarge(f"more than {max_states} DFA states")
+    status, rows, acc = kernel(table, np.asarray(c.accepting, dtype=bool), int(c.start), ptr, targets, max_states,
+                               LOOK_EVERY)
+    deadline.raise_for_stop(status, max_states)
     reps, of_class = column_classes(rows)  # the markers' columns are dead now, as others may be
     result = trimmed_minimal(np.ascontiguousarray(rows[:, reps]), acc, 0, of_class[c.cob])
     return None if result is None else result.expand()
