@@ -10,9 +10,9 @@ import pytest
 from grammar_fixtures import random_regex
 
 from kvx.grammar import GrammarOptions
-from kvx.grammar.automata import cdfa, compose, determinize, graph_kernels
+from kvx.grammar.automata import cdfa, compose, determinize, graph_kernels, link_kernel
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.errors import TooLarge
+from kvx.grammar.errors import TooLarge, UnsupportedSchema
 from kvx.grammar.schema.compiler import compile_program
 from kvx.grammar.tokens import budget
 
@@ -216,7 +216,7 @@ def test_call_edges_and_spread_match_numpy():
     c = compact(compose.fast_compile(body))
     table, call = np.ascontiguousarray(c.trans, dtype=np.int32), int(c.cob[pda.CALL_BYTE])
     want_edges, want_spelling = pda._call_edges(table, c.cob, call)
-    edges, spelled = graph_kernels._call_edges(table, c.cob.astype(np.int64), call)  # inside the body kernel
+    edges, spelled = link_kernel._call_edges(table, c.cob.astype(np.int64), call)  # inside the link kernel
     assert edges.tolist() == [list(e) for e in want_edges] and sorted({e[1] for e in want_edges}) == [3, 5, 300]
     assert set(np.flatnonzero(spelled).tolist()) == want_spelling
     out = np.empty((len(table), 256), dtype=np.int32)
@@ -224,7 +224,7 @@ def test_call_edges_and_spread_match_numpy():
     assert np.array_equal(out, np.where(table >= 0, table + 7, -1)[:, c.cob])
 
 
-def test_read_body_matches_numpy(numpy_only):
+def test_read_body_matches_numpy():
     """The compiled reading of a rule body (its call edges out, the states that only spelled them
     dropped) gives numpy's body state for state."""
     from kvx.grammar.automata import pda
@@ -238,10 +238,86 @@ def test_read_body_matches_numpy(numpy_only):
                                                    ra.lit("]")))
         if composed is None:
             continue
-        want, got = numpy_only(pda._body, composed), pda._body(composed)
-        assert np.array_equal(got.table, want.table) and np.array_equal(got.final, want.final)
-        assert got.start == want.start and np.array_equal(got.edges, want.edges)
-        assert got.table.dtype == want.table.dtype == np.int32 and got.edges.dtype == want.edges.dtype
+        want = pda._body(composed)  # the numpy reading
+        table, final, start, edges = link_kernel.read_body(
+            np.ascontiguousarray(composed.trans, dtype=np.int32), composed.cob.astype(np.int64),
+            int(composed.cob[pda.CALL_BYTE]), composed.accepting.astype(bool), composed.start)
+        assert np.array_equal(table, want.table) and np.array_equal(final, want.final)
+        assert start == want.start and np.array_equal(edges, want.edges)
+        assert table.dtype == want.table.dtype == np.int32 and edges.dtype == want.edges.dtype
+
+
+# rule bodies that link merges (equal shapes at two places, equal recursive definitions), cuts (a
+# definition that requires itself: no finite value), and leaves without a document (required so)
+_SELF_REQUIRED = {"type": "object", "properties": {"x": {"$ref": "#/$defs/loop"}}, "required": ["x"]}
+LINKED = [
+    {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}, "name": {"type": "string"}}},
+    {"type": "object", "properties": {"a": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                                      "b": {"type": "object", "properties": {"x": {"type": "integer"}}},
+                                      "c": {"type": "array", "items": {"type": "string"}},
+                                      "d": {"type": "array", "items": {"type": "string"}},
+                                      "e": {"type": "object", "properties": {"x": {"properties": {"y": {"type": "null"}}}}},
+                                      "f": {"type": "object", "properties": {"x": {"properties": {"y": {"type": "null"}}}}}}},
+    {"$defs": {"A": {"type": "object", "properties": {"n": {"$ref": "#/$defs/A"}, "v": {"type": "string"}}},
+               "B": {"type": "object", "properties": {"n": {"$ref": "#/$defs/B"}, "v": {"type": "string"}}}},
+     "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#/$defs/B"}}},
+    {"$defs": {"loop": _SELF_REQUIRED}, "type": "object",
+     "properties": {"a": {"$ref": "#/$defs/loop"}, "b": {"type": "integer"},
+                    "c": {"anyOf": [{"$ref": "#/$defs/loop"}, {"type": "array", "items": {"$ref": "#/$defs/loop"}}]}}},
+    {"$defs": {"loop": _SELF_REQUIRED}, "$ref": "#/$defs/loop"},
+]
+
+
+def _composed_bodies(schema, monkeypatch) -> list:
+    from kvx.grammar.schema import rules
+
+    seen, link = [], rules.link
+    monkeypatch.setattr(rules, "link", lambda bodies: seen.append(bodies) or link(bodies))
+    try:
+        compile_program(schema, GrammarOptions(extra_keys="schema"))
+    except UnsupportedSchema:  # no document: the bodies were composed all the same
+        pass
+    return seen[0]
+
+
+@pytest.mark.parametrize("schema", LINKED)
+def test_compiled_link_gives_numpy_link_program(schema, numpy_only, monkeypatch):
+    """link in one compiled call gives the program the numpy steps give, array for array: the same
+    rules merged, the same calls cut, the same numbering of states and order of call edges."""
+    from kvx.grammar.automata import pda
+
+    bodies = _composed_bodies(schema, monkeypatch)
+    got, want = pda.link(bodies), numpy_only(pda.link, bodies)
+    if want is None:
+        assert got is None and schema is LINKED[-1]
+        return
+    for field in ("table", "final", "rule_of", "rule_start", "call_ptr", "call_rule", "call_ret", "classes"):
+        a, b = getattr(got, field), getattr(want, field)
+        assert a.dtype == b.dtype and np.array_equal(a, b), field
+    if schema is LINKED[1]:  # bodies composed apart merge too: e and f each call their own x
+        assert got.live_rules < len({id(b) for b in bodies if b is not None})
+    if schema is LINKED[3]:  # the loop's calls are cut: a document with "a" cannot complete
+        assert got.accepts(b'{"b":1}') and not got.accepts(b'{"a":{}}')
+
+
+def test_compiled_link_keeps_the_cap_and_stops_at_the_deadline(numpy_only, monkeypatch):
+    """Over the cap on all rules' states both links refuse alike; past the deadline the compiled one
+    stops at its look (status -2) and finishes without one."""
+    from kvx.grammar.automata import deadline, pda
+
+    bodies = _composed_bodies(LINKED[1], monkeypatch)
+    states = pda.link(bodies).num_states
+    monkeypatch.setattr(pda, "MAX_STATES", states - 1)
+    for run in (pda.link, lambda b: numpy_only(pda.link, b)):
+        with pytest.raises(TooLarge, match="states in all rules"):
+            run(bodies)
+    distinct = {id(d): d for d in bodies if d is not None}
+    number = {key: i for i, key in enumerate(distinct)}
+    args = (*cdfa.flat_tables(list(distinct.values())), np.array([d.start for d in distinct.values()], np.int64),
+            np.array([-1 if d is None else number[id(d)] for d in bodies], np.int64), pda.CALL_BYTE, states)
+    with deadline.within(deadline.Deadline(-1.0)):
+        assert graph_kernels.kernels().link(*args, 1)[0] == -2
+        assert graph_kernels.kernels().link(*args, 1 << 40)[0] == 0
 
 
 def test_subset_loop_stops_at_the_deadline():
@@ -331,7 +407,7 @@ def test_product_matches_numpy_walk(numpy_only):
 
 def test_product_stops_at_its_cap_and_the_deadline():
     from kvx.grammar.automata import deadline, dfa_ops
-    from kvx.grammar.errors import TooLarge
+    from kvx.grammar.errors import TooLarge, UnsupportedSchema
 
     counter = compose.fast_compile(ra.rep(ra.chars("ab"), 0, 5000))  # 5,001 states, one per length
     anything = compose.fast_compile(ra.star(ra.chars("ab")))

@@ -96,6 +96,17 @@ def column_classes(trans: np.ndarray):
     return first[order], rank[inverse].astype(np.int64)
 
 
+def flat_tables(automata: list[CDFA]) -> tuple:
+    """Automata as the compiled kernels read many at once (network_kernel, link_kernel): their tables
+    flat (int32), shapes [n, 2], acceptance flat, byte classes [n, 256]."""
+    if not automata:
+        return np.zeros(0, np.int32), np.zeros((0, 2), np.int64), np.zeros(0, bool), np.zeros((0, 256), np.int64)
+    return (np.concatenate([d.trans.ravel() for d in automata]).astype(np.int32, copy=False),
+            np.array([d.trans.shape for d in automata], dtype=np.int64),
+            np.concatenate([d.accepting for d in automata]).astype(bool, copy=False),
+            np.array([d.cob for d in automata], dtype=np.int64))
+
+
 def compact(dfa: DFA | CDFA) -> CDFA:
     """The byte-class form of a 256-column DFA (its classes are found once and kept in dfa.classes)."""
     if isinstance(dfa, CDFA):

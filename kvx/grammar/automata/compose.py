@@ -26,8 +26,8 @@ import numpy as np
 
 from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import (CDFA, column_classes, compact, empty_word, is_prefix_char, repeat_char, row_groups,
-                                       single_class, trim)
+from kvx.grammar.automata.cdfa import (CDFA, column_classes, compact, empty_word, flat_tables, is_prefix_char, repeat_char,
+                                       row_groups, single_class, trim)
 from kvx.grammar.automata.determinize import DEFAULT_MAX_STATES, minimise
 from kvx.grammar.automata.dfa import DFA
 from kvx.grammar.automata.process_cache import ProcessCache
@@ -554,7 +554,7 @@ class Composer:
         distinct, copy_dfa, texts = _distinct(copies)
         ends = lambda pairs, k: np.array([pair[k] for pair in pairs], dtype=np.int64)
         status, trans, accepting, start, joint = kernel(
-            *_tables(distinct),
+            *flat_tables(distinct),
             np.array([d.start for d in distinct], dtype=np.int64),
             np.frombuffer(b"".join(texts), dtype=np.uint8),
             np.array(list(accumulate(map(len, texts), initial=0)), dtype=np.int64),
@@ -580,7 +580,7 @@ class Composer:
             node_fin.append(fin)
         deadline.check()
         status, trans, accepting, start, joint = kernel(
-            *_tables(distinct), _NO_TEXT, _NO_TEXT_PTR,
+            *flat_tables(distinct), _NO_TEXT, _NO_TEXT_PTR,
             np.array(copy_dfa, dtype=np.int64), np.array([node_index[b] for _, b, _ in copies], dtype=np.int64),
             np.cumsum(entry_lens, dtype=np.int64), np.array(entries, dtype=np.int64),
             np.array(node_fin, dtype=bool), np.array(entry0, dtype=np.int64), bool(final0), all_live,
@@ -612,16 +612,6 @@ def _distinct(copies: list) -> tuple[list, list, list]:
 
 _NO_TEXT = np.zeros(0, dtype=np.uint8)  # the texts of a network without literal copies
 _NO_TEXT_PTR = np.zeros(1, dtype=np.int64)
-
-
-def _tables(distinct: list) -> tuple:
-    """The automata as the network kernels read them: tables flat, shapes, acceptance, classes."""
-    if not distinct:
-        return np.zeros(0, np.int32), np.zeros((0, 2), np.int64), np.zeros(0, bool), np.zeros((0, 256), np.int64)
-    return (np.concatenate([d.trans.ravel() for d in distinct]).astype(np.int32, copy=False),
-            np.array([d.trans.shape for d in distinct], dtype=np.int64),
-            np.concatenate([d.accepting for d in distinct]).astype(bool, copy=False),
-            np.array([d.cob for d in distinct], dtype=np.int64))
 
 
 def _target_nodes(copy_acc: np.ndarray, target_node: np.ndarray, node_closure):

@@ -1,8 +1,9 @@
-"""The automata's graph loops compiled with numba, in one place: byte distances, `link`'s reading of
-rule bodies and spreading of rows, and from files of their own reachability, trimming and byte
-classes (table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's subset
-construction (subset_kernel.py) and the rest of its network in one call (network_kernel.py), and
-the product of two DFAs (product_kernel.py); numba itself comes from jit.py.
+"""The automata's graph loops compiled with numba, in one place: byte distances and the spreading of
+a table's rows, and from files of their own reachability, trimming and byte classes
+(table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's subset
+construction (subset_kernel.py) and the rest of its network in one call (network_kernel.py), the
+product of two DFAs (product_kernel.py) and `link` in one call (link_kernel.py); numba itself
+comes from jit.py.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
 their time in per-call overhead (a Moore round is a dozen numpy calls, one per distinguishing
@@ -26,6 +27,7 @@ import numpy as np
 from kvx.grammar.automata.empty_moves_kernel import without_empty_moves
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.jit import numba as _numba
+from kvx.grammar.automata.link_kernel import link_program
 from kvx.grammar.automata.minimise_kernel import minimal_rows
 from kvx.grammar.automata.names_kernel import tree_over_body
 from kvx.grammar.automata.network_kernel import finish_network, network_from_edges
@@ -43,13 +45,13 @@ class GraphKernels(NamedTuple):
     minimise: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
     distances: object  # (trans, reps, final, call_src, call_start, call_ret, inf) -> [n] int32
     subsets: object  # compose's subset construction: subset_kernel.subsets
-    spread: object  # (table, columns, offset, out [n, len(columns)]) -> None: pda._concatenate, CDFA.expand
+    spread: object  # (table, columns, offset, out [n, len(columns)]) -> None: CDFA.expand
     column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
     product: object  # dfa_ops.product's walk: product_kernel.product_rows
     trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
     network: object  # compose's network after its closures: network_kernel.finish_network
     small_network: object  # a small network with its closures: network_kernel.network_from_edges
-    body: object  # (trans, cob, call, accepting, start) -> (table, final, start, edges): pda._body
+    link: object  # pda.link over the composed rule bodies: link_kernel.link_program
     tree_over_body: object  # key_names.body_without_names's table, minimal: names_kernel.tree_over_body
     empty_moves: object  # word_bounds' markers read as empty moves: empty_moves_kernel.without_empty_moves
 
@@ -61,7 +63,7 @@ def kernels() -> GraphKernels | None:
         return None
     try:
         built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
-                             product_rows, trim_keep, finish_network, network_from_edges, _read_body,
+                             product_rows, trim_keep, finish_network, network_from_edges, link_program,
                              tree_over_body, without_empty_moves)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
@@ -85,7 +87,9 @@ def _warm(k: GraphKernels) -> None:
     # a -> (empty) -> b: one state reads "a" into an accepting one
     k.empty_moves(np.array([[1], [-1], [-1]], i32), np.array([False, False, True]), 0, np.array([0, 0, 1, 1], i64),
                   np.array([2], i64), 16, 1 << 16)
-    k.body(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.array([False, True]), 0)
+    # a document of one byte ("a", class 0) with a call spelling beside it (0xFF, class 1, leads nowhere)
+    k.link(np.array([1, -1, -1, -1], i32), np.array([[2, 2]], i64), np.array([False, True]),
+           np.ascontiguousarray((np.arange(256) == 0xFF).astype(i64)[None, :]), np.array([0], i64), np.array([0], i64), 0xFF, 16, 1 << 20)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
     for dtype in (i32, i64):
         k.column_classes(np.zeros((2, 256), dtype))
@@ -202,80 +206,6 @@ def _warm_deadline_look(k: GraphKernels) -> None:
     chain = np.full((n, 1), -1, np.int64)  # a chain times "anything": a row per level, a look after each
     chain[:-1, 0] = np.arange(1, n)
     k.product(chain, np.array([[0], [1]], np.int64), 1, 0, False, 4 * n, 1)
-
-
-@_jit
-def _call_edges(table, cob, call):  # pragma: no cover - compiled
-    """pda._body's reading of call spellings (0xFF, hi, lo): the edges (state, rule, return state) in
-    the order of states, then classes, then bytes; and the states that only spell them."""
-    n, k = table.shape
-    starts = np.zeros(k + 1, np.int64)  # the bytes of each class, ascending
-    for b in range(256):
-        starts[cob[b] + 1] += 1
-    for c in range(k):
-        starts[c + 1] += starts[c]
-    fill = starts[:-1].copy()
-    members = np.empty(256, np.int64)
-    for b in range(256):
-        members[fill[cob[b]]] = b
-        fill[cob[b]] += 1
-    spelling = np.zeros(n, np.bool_)
-    edges = [(np.int64(0), np.int64(0), np.int64(0))]
-    edges.clear()
-    for s in range(n):
-        m1 = table[s, call]
-        if m1 < 0:
-            continue
-        spelling[m1] = True
-        for k1 in range(k):
-            m2 = table[m1, k1]
-            if m2 < 0:
-                continue
-            spelling[m2] = True
-            for k2 in range(k):
-                ret = table[m2, k2]
-                if ret < 0:
-                    continue
-                for i in range(starts[k1], starts[k1 + 1]):
-                    for j in range(starts[k2], starts[k2 + 1]):
-                        edges.append((np.int64(s), members[i] * 255 + members[j], np.int64(ret)))
-    out = np.empty((len(edges), 3), np.int64)
-    for i in range(len(edges)):
-        out[i, 0], out[i, 1], out[i, 2] = edges[i]
-    return out, spelling
-
-
-@_jit
-def _read_body(trans, cob, call, accepting, start):  # pragma: no cover - compiled
-    """pda._body: a composed rule body's call edges (_call_edges), its call column cleared and the
-    states that only spelled calls dropped. Returns (table, final, start, edges) over the states kept."""
-    table = trans.astype(np.int32)
-    edges, spelled = _call_edges(table, cob, call)
-    n, k = table.shape
-    if not spelled.any():
-        return table, accepting.copy(), np.int64(start), edges
-    keep = ~spelled
-    keep[start] = True
-    for e in range(len(edges)):
-        keep[edges[e, 2]] = True
-    for s in range(n):
-        table[s, call] = -1
-    for s in range(n):
-        if not spelled[s]:
-            for c in range(k):
-                if table[s, c] >= 0:
-                    keep[table[s, c]] = True
-    out, final, remap = keep_rows(table, accepting, keep)
-    m = 0
-    for e in range(len(edges)):
-        m += keep[edges[e, 0]] and keep[edges[e, 2]]
-    out_edges = np.empty((m, 3), np.int64)
-    m = 0
-    for e in range(len(edges)):
-        if keep[edges[e, 0]] and keep[edges[e, 2]]:
-            out_edges[m, 0], out_edges[m, 1], out_edges[m, 2] = remap[edges[e, 0]], edges[e, 1], remap[edges[e, 2]]
-            m += 1
-    return out, final, np.int64(remap[start]), out_edges
 
 
 @_jit

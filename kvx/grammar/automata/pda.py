@@ -28,7 +28,8 @@ import numpy as np
 
 from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata import regex_ast as ra
-from kvx.grammar.automata.cdfa import CDFA, column_classes, reach
+from kvx.grammar.automata.cdfa import CDFA, column_classes, flat_tables, reach
+from kvx.grammar.automata.subset_kernel import LOOK_EVERY
 from kvx.grammar.errors import TooLarge
 
 CALL_BYTE = 0xFF  # not a UTF-8 byte: cannot clash with any JSON text
@@ -152,15 +153,9 @@ def _body(c: CDFA) -> _Body:
     """Read the call spellings (0xFF, hi, lo) of a composed rule body back out as edges, and drop
     the states that only spelled them."""
     call = int(c.cob[CALL_BYTE])  # a class of its own when there are calls: no real byte moves with it
-    classes = c.cob.astype(np.int64)
-    compiled = graph_kernels.kernels()
-    if compiled is not None:
-        table, final, start, edges = compiled.body(np.ascontiguousarray(c.trans, dtype=np.int32), classes, call,
-                                                   np.asarray(c.accepting, dtype=bool), int(c.start))
-        return _Body(table, final, int(start), classes, edges)
     table = np.ascontiguousarray(c.trans, dtype=np.int32).copy()
     edges, spelling = _call_edges(table, c.cob, call)
-    body = _Body(table, c.accepting.astype(bool), int(c.start), classes,
+    body = _Body(table, c.accepting.astype(bool), int(c.start), c.cob.astype(np.int64),
                  np.asarray(edges, dtype=np.int64).reshape(-1, 3))
     if spelling:
         table[:, call] = -1
@@ -175,7 +170,7 @@ def _body(c: CDFA) -> _Body:
 
 
 def _call_edges(table: np.ndarray, cob: np.ndarray, call: int) -> tuple[list, set]:
-    """Without numba: graph_kernels._call_edges (the same edges in the same order; _read_body does the rest)."""
+    """link_kernel._call_edges's edges in the same order (and read_body's states)."""
     bytes_of = lambda k: np.flatnonzero(cob == k).tolist()
     edges, spelling = [], set()
     for s in np.flatnonzero(table[:, call] >= 0).tolist():
@@ -202,7 +197,11 @@ def _keep(b: _Body, keep: np.ndarray) -> _Body:
 def link(composed: list[CDFA | None]) -> Program | None:
     """One Program from the composed rule bodies (index = rule id, 0 = the document; None = a rule
     with no word). Calls of rules that cannot complete are cut, with every state that needed them;
-    rules the document never reaches are dropped. None if the document itself cannot complete."""
+    rules the document never reaches are dropped. None if the document itself cannot complete.
+    With numba, in one compiled call (link_kernel.link_program: the same program); else below."""
+    compiled = graph_kernels.kernels()
+    if compiled is not None:
+        return _link_compiled(compiled.link, composed)
     read: dict[int, _Body] = {}  # a body composed once for several rules is read once
     for d in composed:
         deadline.check()
@@ -226,6 +225,30 @@ def link(composed: list[CDFA | None]) -> Program | None:
     if sum(len(b.final) for r, b in enumerate(bodies) if used[r]) > MAX_STATES:
         raise TooLarge(f"more than {MAX_STATES} states in all rules")
     return _concatenate([b if used[r] else None for r, b in enumerate(bodies)])
+
+
+def _link_compiled(kernel, composed: list[CDFA | None]) -> Program | None:
+    index: dict[int, int] = {}  # a body composed once for several rules is read once
+    distinct: list[CDFA] = []
+    rule_body = []
+    for d in composed:
+        if d is not None and id(d) not in index:
+            index[id(d)] = len(distinct)
+            distinct.append(d)
+        rule_body.append(-1 if d is None else index[id(d)])
+    if rule_body[0] < 0:
+        return None
+    status, table, final, rule_of, rule_start, call_ptr, call_rule, call_ret, classes = kernel(
+        *flat_tables(distinct), np.array([d.start for d in distinct], dtype=np.int64),
+        np.array(rule_body, dtype=np.int64), CALL_BYTE, MAX_STATES, LOOK_EVERY)
+    if status == -2:
+        deadline.check()  # raises: the deadline passed inside the call
+    if status < 0:
+        raise TooLarge(f"more than {MAX_STATES} states in all rules")
+    if status == 1:
+        return None
+    return Program(table=table, final=final, rule_of=rule_of, rule_start=rule_start, call_ptr=call_ptr,
+                   call_rule=call_rule, call_ret=call_ret, classes=classes)
 
 
 def _merge_equal_rules(bodies: list) -> list:
@@ -375,12 +398,8 @@ def _concatenate(bodies: list) -> Program:
     present = [(r, b) for r, b in enumerate(bodies) if b is not None]
     reps, joint = column_classes(np.stack([b.classes for _, b in present]))  # numbered by their first byte
     table = np.empty((int(offsets[-1]), len(reps)), dtype=np.int32)
-    compiled = graph_kernels.kernels()
     for r, b in present:  # each body's rows straight into place, its classes read at the joint ones
         columns = b.classes[reps]
-        if compiled is not None:
-            compiled.spread(b.table, columns, int(offsets[r]), table[offsets[r] : offsets[r + 1]])
-            continue
         t = np.where(b.table >= 0, b.table + offsets[r], -1).astype(np.int32)
         np.take(t, columns, axis=1, out=table[offsets[r] : offsets[r + 1]])
     final = np.concatenate([b.final for _, b in present])
