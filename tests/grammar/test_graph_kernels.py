@@ -461,3 +461,15 @@ def test_empty_move_kernel_stops_at_its_cap_and_the_deadline():
     assert graph_kernels.kernels().empty_moves(table, accepting, 0, eps_ptr, eps_dst, 100, 1 << 16)[0] == -1
     with deadline.within(deadline.Deadline(-1.0)):
         assert graph_kernels.kernels().empty_moves(table, accepting, 0, eps_ptr, eps_dst, 4 * n, 100)[0] == -2
+
+
+@pytest.mark.parametrize("schema", LINKED[:4])
+def test_frame_boundaries_match_numpy(schema, numpy_only):
+    """The compiled frame boundaries (the bytes that leave a frame, per calling or popping state) are
+    numpy's, row for row."""
+    from kvx.grammar.tokens.frames import boundary_of
+
+    program = compile_program(schema, GrammarOptions(extra_keys="schema")).program
+    got, want = boundary_of(program), numpy_only(boundary_of, program)
+    assert np.array_equal(got.row, want.row) and np.array_equal(got.bytes, want.bytes)
+    assert got.bytes.any(axis=1).all() and len(got.bytes) > 1  # every boundary state leaves on some byte

@@ -54,6 +54,7 @@ class GraphKernels(NamedTuple):
     link: object  # pda.link over the composed rule bodies: link_kernel.link_program
     tree_over_body: object  # key_names.body_without_names's table, minimal: names_kernel.tree_over_body
     empty_moves: object  # word_bounds' markers read as empty moves: empty_moves_kernel.without_empty_moves
+    boundary: object  # (table, classes, rule_start, call_ptr, call_rule, pops) -> (row, bytes): frames.boundary_of
 
 
 @functools.cache
@@ -64,7 +65,7 @@ def kernels() -> GraphKernels | None:
     try:
         built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
                              product_rows, trim_keep, finish_network, network_from_edges, link_program,
-                             tree_over_body, without_empty_moves)
+                             tree_over_body, without_empty_moves, _boundary)
         _warm(built)
     except Exception:  # noqa: BLE001 - numba's errors have no common base class
         return None
@@ -91,6 +92,9 @@ def _warm(k: GraphKernels) -> None:
     k.link(np.array([1, -1, -1, -1], i32), np.array([[2, 2]], i64), np.array([False, True]),
            np.ascontiguousarray((np.arange(256) == 0xFF).astype(i64)[None, :]), np.array([0], i64), np.array([0], i64), 0xFF, 16, 1 << 20)
     k.spread(np.array([[1], [-1]], i32), np.zeros(256, i64), 0, np.empty((2, 256), i32))
+    # a calling state (0) whose callee starts at state 1, and a final state of that callee
+    k.boundary(np.array([[-1], [2], [-1]], i32), np.zeros(256, i64), np.array([0, 1], np.int32),
+               np.array([0, 1, 1, 1], i64), np.array([1], np.int32), np.array([False, False, True]))
     for dtype in (i32, i64):
         k.column_classes(np.zeros((2, 256), dtype))
     k.product(np.array([[1], [-1]], i64), np.array([[0], [1]], i64), 1, 0, False, 16, 4096)
@@ -206,6 +210,36 @@ def _warm_deadline_look(k: GraphKernels) -> None:
     chain = np.full((n, 1), -1, np.int64)  # a chain times "anything": a row per level, a look after each
     chain[:-1, 0] = np.arange(1, n)
     k.product(chain, np.array([[0], [1]], np.int64), 1, 0, False, 4 * n, 1)
+
+
+@_jit
+def _boundary(table, classes, rule_start, call_ptr, call_rule, pops):  # pragma: no cover - compiled
+    """frames.boundary_of: the states with calls or that pop, numbered in order (row), and each one's
+    bytes that leave the frame: a calling state's, the first bytes of all its callees; a popping
+    state's, every byte."""
+    n, k = table.shape
+    row = np.full(n, -1, np.int64)
+    count = 0
+    for s in range(n):
+        if call_ptr[s + 1] > call_ptr[s] or pops[s]:
+            row[s] = count
+            count += 1
+    out = np.zeros((count, 256), np.bool_)
+    first = np.zeros(k, np.bool_)
+    for s in range(n):
+        if row[s] < 0:
+            continue
+        if pops[s]:
+            out[row[s], :] = True
+            continue
+        first[:] = False
+        for j in range(call_ptr[s], call_ptr[s + 1]):
+            start = rule_start[call_rule[j]]
+            for c in range(k):
+                first[c] |= table[start, c] >= 0
+        for b in range(256):
+            out[row[s], b] = first[classes[b]]
+    return row, out
 
 
 @_jit

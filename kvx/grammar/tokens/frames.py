@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from kvx.grammar.automata import deadline
+from kvx.grammar.automata import deadline, graph_kernels
 from kvx.grammar.automata.pda import Program
 from kvx.grammar.tokens.budget import INF, TokenDistances, byte_distances
 from kvx.grammar.tokens.token_walk import Boundary, token_matrix, walk_all_tokens
@@ -46,7 +46,12 @@ class StateTokens:
 
 
 def boundary_of(program: Program) -> Boundary:
-    """(state, byte) pairs that leave a frame: a callee's first bytes, anything after a final state."""
+    """(state, byte) pairs that leave a frame: a callee's first bytes, anything after a final state.
+    With numba in one compiled call (graph_kernels._boundary: the same rows)."""
+    compiled = graph_kernels.kernels()
+    if compiled is not None:
+        return Boundary(*compiled.boundary(program.table, program.classes, program.rule_start, program.call_ptr,
+                                           program.call_rule, program.pop_states))
     has_calls = np.diff(program.call_ptr) > 0
     pops = program.pop_states
     states = np.flatnonzero(has_calls | pops)
