@@ -1,8 +1,8 @@
-"""The automata's graph loops compiled with numba, in one place: byte distances and the spreading of
-a table's rows, and from files of their own reachability, trimming and byte classes
-(table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's subset
-construction (subset_kernel.py) and the rest of its network in one call (network_kernel.py), the
-product of two DFAs (product_kernel.py) and `link` in one call (link_kernel.py); numba itself
+"""The automata's graph loops compiled with numba, in one place: byte distances, a program's frame
+boundaries and the spreading of a table's rows, and from files of their own reachability, trimming
+and byte classes (table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's
+subset construction (subset_kernel.py) and the rest of its network in one call (network_kernel.py),
+the product of two DFAs (product_kernel.py) and `link` in one call (link_kernel.py); numba itself
 comes from jit.py.
 
 Each runs over a few hundred states a call, thousands of calls a schema: the numpy versions spend
