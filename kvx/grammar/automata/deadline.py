@@ -57,13 +57,14 @@ def check() -> None:
         deadline.check()
 
 
-def raise_for_stop(status: int, max_states: int) -> None:
+def raise_for_stop(status: int, max_states: int, counted: str = "DFA states") -> None:
     """A compiled loop's stop as the error it stands for: -2 the deadline (DeadlinePassed), any other
-    negative status the state cap (TooLarge); nothing for the rest."""
+    negative status the state cap (TooLarge: more than `max_states` of what the cap counts); nothing
+    for the rest."""
     if status == -2:
         check()
     if status < 0:
-        raise TooLarge(f"more than {max_states} DFA states")
+        raise TooLarge(f"more than {max_states} {counted}")
 
 
 @contextmanager

@@ -1,6 +1,6 @@
-"""The automata's graph loops compiled with numba, in one place: byte distances, a program's frame
-boundaries and the spreading of a table's rows, and from files of their own reachability, trimming
-and byte classes (table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's
+"""The automata's graph loops compiled with numba, in one place: byte distances and a program's frame
+boundaries, and from files of their own reachability, trimming, byte classes and the spreading of a
+table's rows (table_kernels.py), minimisation (minimise_kernel.py, Hopcroft's), the composer's
 subset construction (subset_kernel.py) and the rest of its network in one call (network_kernel.py),
 the product of two DFAs (product_kernel.py) and `link` in one call (link_kernel.py); numba itself
 comes from jit.py.
@@ -33,7 +33,7 @@ from kvx.grammar.automata.names_kernel import tree_over_body
 from kvx.grammar.automata.network_kernel import finish_network, network_from_edges
 from kvx.grammar.automata.product_kernel import product_rows
 from kvx.grammar.automata.subset_kernel import subsets
-from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, reach, trim_keep
+from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, reach, spread, trim_keep
 
 # states up to which minimisation runs compiled, without looking at the compile's deadline
 # (milliseconds at most); bigger automata take the numpy Moore rounds, which look between rounds
@@ -45,7 +45,7 @@ class GraphKernels(NamedTuple):
     minimise: object  # (trans, accepting, start) -> (trans, accepting) minimal, breadth-first numbered
     distances: object  # (trans, reps, final, call_src, call_start, call_ret, inf) -> [n] int32
     subsets: object  # compose's subset construction: subset_kernel.subsets
-    spread: object  # (table, columns, offset, out [n, len(columns)]) -> None: CDFA.expand
+    spread: object  # (table, columns, offset, out [n, len(columns)]) -> None: CDFA.expand, link_kernel
     column_classes: object  # (mat [R, C] int32 or int64) -> (first column per class, class per column)
     product: object  # dfa_ops.product's walk: product_kernel.product_rows
     trim: object  # (trans, accepting, start, all_live) -> [n] bool: the states cdfa.trim keeps
@@ -63,7 +63,7 @@ def kernels() -> GraphKernels | None:
     if _numba is None:
         return None
     try:
-        built = GraphKernels(reach, minimal_rows, _distances, subsets, _spread, column_classes,
+        built = GraphKernels(reach, minimal_rows, _distances, subsets, spread, column_classes,
                              product_rows, trim_keep, finish_network, network_from_edges, link_program,
                              tree_over_body, without_empty_moves, _boundary)
         _warm(built)
@@ -240,17 +240,3 @@ def _boundary(table, classes, rule_start, call_ptr, call_rule, pops):  # pragma:
         for b in range(256):
             out[row[s], b] = first[classes[b]]
     return row, out
-
-
-@_jit
-def _spread(table, columns, offset, out):  # pragma: no cover - compiled
-    """out[s, j] = table[s, columns[j]] + offset (-1 stays -1): a rule body's rows in the program's
-    classes, or a byte-class table's over the bytes (each row shifted first, then spread without a
-    test per column)."""
-    row = np.empty(table.shape[1], out.dtype)
-    for s in range(table.shape[0]):
-        for c in range(table.shape[1]):
-            t = table[s, c]
-            row[c] = t + offset if t >= 0 else -1
-        for j in range(len(columns)):
-            out[s, j] = row[columns[j]]

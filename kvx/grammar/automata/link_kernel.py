@@ -13,7 +13,7 @@ import numpy as np
 
 from kvx.grammar.automata.jit import jit as _jit
 from kvx.grammar.automata.kernel_deadline import deadline_passed
-from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, reach
+from kvx.grammar.automata.table_kernels import column_classes, csr, keep_rows, members_hash, reach, spread
 
 CALL_SPELLING_BASE = 255  # a call's id is spelled in base 255 (pda.call_symbol)
 EDGE_KEY = 1 << 16  # above every rule id (pda.MAX_RULES = 255 * 255): (state, callee) as one sort key
@@ -99,11 +99,8 @@ def _partition(ptr, flat):  # pragma: no cover - compiled
     (class of each row, number of classes); classes are numbered in no particular order."""
     n = len(ptr) - 1
     hashes = np.empty(n, np.int64)
-    for i in range(n):
-        x = np.uint64(0xCBF29CE484222325) ^ np.uint64(ptr[i + 1] - ptr[i])
-        for j in range(ptr[i], ptr[i + 1]):
-            x = (x ^ np.uint64(flat[j])) * np.uint64(0x100000001B3)
-        hashes[i] = np.int64(x >> np.uint64(1))
+    for i in range(n):  # seeded by the row's length
+        hashes[i] = members_hash(flat[ptr[i]:ptr[i + 1]], ptr[i + 1] - ptr[i])
     order = np.argsort(hashes)
     cls = np.full(n, -1, np.int64)
     count = 0
@@ -134,10 +131,11 @@ def _partition(ptr, flat):  # pragma: no cover - compiled
 
 
 @_jit
-def _rows(ptr, parts_len):  # pragma: no cover - compiled
-    """ptr[i + 1] = ptr[i] + parts_len[i] (the row pointers of _partition's rows), in place."""
-    for i in range(len(parts_len)):
-        ptr[i + 1] = ptr[i] + parts_len[i]
+def _row_ptr(lengths):  # pragma: no cover - compiled
+    """Where each of the rows of these lengths starts, laid end to end, and where the last ends."""
+    ptr = np.zeros(len(lengths) + 1, np.int64)
+    ptr[1:] = np.cumsum(lengths)
+    return ptr
 
 
 @_jit
@@ -171,8 +169,7 @@ def _content_classes(tabs, fins, cob, compared):  # pragma: no cover - compiled
         else:
             reduced.append(np.zeros((0, 0), np.int32))
             maps.append(np.zeros(0, np.int64))
-    ptr = np.zeros(n + 1, np.int64)
-    _rows(ptr, lengths)
+    ptr = _row_ptr(lengths)
     flat = np.empty(ptr[-1], np.int64)
     for d in range(n):
         at = ptr[d]
@@ -346,8 +343,7 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
     key_len = np.empty(n_rules, np.int64)
     for r in range(n_rules):
         key_len[r] = 4 if r > 0 and rule_body[r] >= 0 else 1
-    ptr = np.zeros(n_rules + 1, np.int64)
-    _rows(ptr, key_len)
+    ptr = _row_ptr(key_len)
     flat = np.empty(ptr[-1], np.int64)
     for r in range(n_rules):
         d = rule_body[r]
@@ -368,9 +364,7 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
         elif met[by_size[r]] != d:
             compared[d] = compared[met[by_size[r]]] = True
     content = _content_classes(tabs, fins, cob, compared)
-    ptr = np.zeros(n_rules + 1, np.int64)
-    for r in range(n_rules):
-        ptr[r + 1] = ptr[r] + 2
+    ptr = _row_ptr(np.full(n_rules, 2, np.int64))
     flat = np.empty(ptr[-1], np.int64)
     for r in range(n_rules):
         flat[2 * r], flat[2 * r + 1] = by_size[r], content[rule_body[r]] if r > 0 and rule_body[r] >= 0 else 0
@@ -378,8 +372,7 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
     for r in range(n_rules):
         d = rule_body[r]
         key_len[r] = 1 + (3 * len(edgs[d]) if d >= 0 else 0)
-    ptr = np.zeros(n_rules + 1, np.int64)
-    _rows(ptr, key_len)
+    ptr = _row_ptr(key_len)
     flat = np.empty(ptr[-1], np.int64)
     while True:
         for r in range(n_rules):
@@ -422,9 +415,10 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
     rule_edges.clear()
     for r in range(n_rules):
         d = rule_body[r]
-        edges = edgs[d].copy() if d >= 0 else np.zeros((0, 3), np.int64)
+        edges = np.zeros((0, 3), np.int64)  # a rule merged away, or without a body, calls nothing
         if d >= 0 and alias[r] == r:
             body_of[r], rule_start[r] = d, body_start[d]
+            edges = edgs[d].copy()
             for e in range(len(edges)):
                 edges[e, 1] = alias[edges[e, 1]]
         rule_edges.append(edges)
@@ -437,8 +431,7 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
     for r in range(n_rules):
         callee_lists.append(np.unique(rule_edges[r][:, 1]) if present[r] else np.zeros(0, np.int64))
         callee_len[r] = len(callee_lists[r])
-    callee_ptr = np.zeros(n_rules + 1, np.int64)
-    _rows(callee_ptr, callee_len)
+    callee_ptr = _row_ptr(callee_len)
     callees = np.empty(callee_ptr[-1], np.int64)
     caller_src = np.empty(callee_ptr[-1], np.int64)
     for r in range(n_rules):
@@ -511,8 +504,7 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
     if sizes.sum() > max_states:
         return (np.int64(-1),) + empty
     # ---- one table (pda._concatenate): states renumbered by offset, columns over a joint partition
-    offsets = np.zeros(n_rules + 1, np.int64)
-    _rows(offsets, sizes)
+    offsets = _row_ptr(sizes)
     total = offsets[-1]
     kept = np.flatnonzero(used)
     stacked = np.empty((len(kept), 256), np.int64)
@@ -526,14 +518,10 @@ def link_program(trans_flat, shapes, acc_flat, cob, starts, rule_body, call_byte
     n_edges = 0
     for i in range(len(kept)):
         r = kept[i]
-        body, off = tabs[body_of[r]], offsets[r]
-        columns = stacked[i][reps]
-        for s in range(sizes[r]):
-            for j in range(len(reps)):
-                t = body[s, columns[j]]
-                table[off + s, j] = t + off if t >= 0 else -1
-            final[off + s] = fins[body_of[r]][s]
-            rule_of[off + s] = r
+        off = offsets[r]
+        spread(tabs[body_of[r]], stacked[i][reps], off, table[off:off + sizes[r]])
+        final[off:off + sizes[r]] = fins[body_of[r]]
+        rule_of[off:off + sizes[r]] = r
         start_of[r] = off + rule_start[r]
         n_edges += len(rule_edges[r])
     edges = np.empty((n_edges, 3), np.int64)

@@ -241,10 +241,7 @@ def _link_compiled(kernel, composed: list[CDFA | None]) -> Program | None:
     status, table, final, rule_of, rule_start, call_ptr, call_rule, call_ret, classes = kernel(
         *flat_tables(distinct), np.array([d.start for d in distinct], dtype=np.int64),
         np.array(rule_body, dtype=np.int64), CALL_BYTE, MAX_STATES, LOOK_EVERY)
-    if status == -2:
-        deadline.check()  # raises: the deadline passed inside the call
-    if status < 0:
-        raise TooLarge(f"more than {MAX_STATES} states in all rules")
+    deadline.raise_for_stop(status, MAX_STATES, "states in all rules")
     if status == 1:
         return None
     return Program(table=table, final=final, rule_of=rule_of, rule_start=rule_start, call_ptr=call_ptr,

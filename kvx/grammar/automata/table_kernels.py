@@ -1,6 +1,6 @@
 """The compiled loops over one state table that several kernels share: its live cells, reachability,
-the states a trim keeps, a table restricted to some of its states, and the byte classes of identical columns
-(graph_kernels.py lists them for the Python callers; network_kernel.py runs them inside its call)."""
+the states a trim keeps, a table restricted to some of its states, the byte classes of identical
+columns, and its rows spread over other columns (graph_kernels.py lists them for the Python callers; network_kernel.py runs them inside its call)."""
 from __future__ import annotations
 
 import numpy as np
@@ -189,3 +189,17 @@ def keep_rows(table, accepting, keep):  # pragma: no cover - compiled
                 t = table[s, c]
                 out[remap[s], c] = remap[t] if t >= 0 else -1
     return out, out_acc, remap
+
+
+@_jit
+def spread(table, columns, offset, out):  # pragma: no cover - compiled
+    """out[s, j] = table[s, columns[j]] + offset (-1 stays -1): a rule body's rows in the program's
+    classes, or a byte-class table's over the bytes (each row shifted first, then spread without a
+    test per column)."""
+    row = np.empty(table.shape[1], out.dtype)
+    for s in range(table.shape[0]):
+        for c in range(table.shape[1]):
+            t = table[s, c]
+            row[c] = t + offset if t >= 0 else -1
+        for j in range(len(columns)):
+            out[s, j] = row[columns[j]]
